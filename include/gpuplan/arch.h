@@ -1,0 +1,98 @@
+// Architecture of a decoder-only transformer, and the exact parameter count it implies.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gpuplan/status.h"
+
+namespace gpuplan {
+
+enum class MlpKind { kGelu, kSwiGlu };       // gelu: 2 matrices (up, down); swiglu: 3 (gate, up, down)
+enum class NormKind { kLayerNorm, kRmsNorm };  // layernorm: weight (+bias if norm_bias); rmsnorm: weight
+enum class PositionKind { kLearned, kRotary, kAlibi };
+
+struct Arch {
+  std::string name;              // Default: "custom".
+  int64_t layers = 0;            // Default: 0 (required).
+  int64_t hidden = 0;            // Default: 0 (required).
+  int64_t heads = 0;             // Default: 0 (required).
+  int64_t kv_heads = 0;          // Default: 0 = same as heads (MHA); < heads is GQA, 1 is MQA.
+  int64_t head_dim = 0;          // Default: 0 = hidden / heads.
+  int64_t ffn_hidden = 0;        // Default: 0 = 4 * hidden (gelu) or required (swiglu).
+  int64_t vocab = 0;             // Default: 0 (required).
+  MlpKind mlp = MlpKind::kSwiGlu;          // Default: swiglu.
+  NormKind norm = NormKind::kRmsNorm;      // Default: rmsnorm.
+  bool norm_bias = false;        // Default: false (LayerNorm bias; GPT-2 has it, MPT does not).
+  bool linear_bias = false;      // Default: false (bias on every linear, as in GPT-2).
+  bool qkv_bias = false;         // Default: false (bias on q/k/v only, as in Qwen2).
+  bool tied_embeddings = false;  // Default: false (separate lm head).
+  PositionKind position = PositionKind::kRotary;  // Default: rotary.
+  int64_t max_positions = 0;     // Default: 0 (only learned positions store a table).
+  // Mixture of experts. experts == 0 means dense.
+  int64_t experts = 0;            // Default: 0 (dense model).
+  int64_t experts_per_token = 0;  // Default: 0 (top-k routing; required when experts > 0).
+  int64_t shared_experts = 0;     // Default: 0 (always-on experts, as in DeepSeek/Qwen-MoE).
+  int64_t moe_ffn_hidden = 0;     // Default: 0 = ffn_hidden (per expert).
+  int64_t dense_layers = 0;       // Default: 0 (first N layers use a dense MLP instead of MoE).
+  bool dropout = false;           // Default: false (modern LLM training runs without dropout).
+  // A raw count for quick what-ifs: when > 0 the shape above is synthesized from it.
+  double params_override = 0;     // Default: 0 (count from the shape).
+
+  int64_t KvHeads() const { return kv_heads > 0 ? kv_heads : heads; }
+  int64_t HeadDim() const { return head_dim > 0 ? head_dim : (heads > 0 ? hidden / heads : 0); }
+  int64_t QDim() const { return heads * HeadDim(); }
+  int64_t KvDim() const { return KvHeads() * HeadDim(); }
+  int64_t Ffn() const { return ffn_hidden > 0 ? ffn_hidden : 4 * hidden; }
+  int64_t MoeFfn() const { return moe_ffn_hidden > 0 ? moe_ffn_hidden : Ffn(); }
+  bool IsMoe() const { return experts > 0; }
+  int64_t MoeLayers() const { return IsMoe() ? layers - dense_layers : 0; }
+  int MlpMatrices() const { return mlp == MlpKind::kSwiGlu ? 3 : 2; }
+};
+
+// Parameter counts, split the way memory and parallelism need them (docs/model/memory.md §1).
+struct ParamCounts {
+  int64_t embedding = 0;       // token (+ learned position) embeddings
+  int64_t lm_head = 0;         // output projection (0 when tied)
+  int64_t final_norm = 0;      // final norm
+  int64_t attn_per_layer = 0;  // q,k,v,o matrices and their biases
+  int64_t norm_per_layer = 0;  // the two norms of a layer
+  int64_t dense_mlp_per_layer = 0;   // MLP of a dense layer
+  int64_t expert_per_layer = 0;      // all routed experts of a MoE layer
+  int64_t shared_expert_per_layer = 0;
+  int64_t router_per_layer = 0;
+  int64_t total = 0;           // every parameter
+  int64_t active = 0;          // parameters touched per token (MoE: top-k experts only)
+};
+
+ParamCounts CountParams(const Arch& arch);
+
+// LoRA adapters: rank r on the named projections of every layer.
+struct LoraSpec {
+  int64_t rank = 16;               // Default: 16.
+  double alpha = 32;               // Default: 32 (scaling only; no memory effect).
+  std::vector<std::string> targets = {"q_proj", "k_proj", "v_proj", "o_proj"};  // Default: attention.
+};
+// Trainable adapter parameters; unknown target names are reported with their location by the parser.
+int64_t CountLoraParams(const Arch& arch, const LoraSpec& lora);
+bool IsKnownLoraTarget(const std::string& name);
+
+// Checks the shape is consistent (heads divide hidden, kv_heads divide heads, ...).
+Status ValidateArch(const Arch& arch, const Location& where);
+
+// Synthesizes a plausible dense shape for a raw parameter count (docs/model/memory.md §1.3).
+Arch ArchFromParamCount(double params);
+
+// Built-in presets.
+const std::vector<Arch>& Presets();
+Result<Arch> FindPreset(const std::string& name);
+
+// Hugging Face config.json (llama, mistral, mixtral, qwen2, gpt2, gpt_neox families).
+Result<Arch> ArchFromHfConfig(const std::string& path);
+
+std::string ToString(MlpKind k);
+std::string ToString(NormKind k);
+std::string ToString(PositionKind k);
+
+}  // namespace gpuplan

@@ -1,0 +1,92 @@
+// The training job: model, training recipe, parallel layout and cluster. Parsed from YAML/JSON
+// job files and CLI flags; every field is validated with the location it came from.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpuplan/arch.h"
+#include "gpuplan/status.h"
+
+namespace gpuplan {
+
+enum class Method { kPretrain, kFull, kLora, kQlora };
+enum class Precision { kFp32, kFp16, kBf16, kFp8 };
+enum class Optimizer { kAdamW, kAdamW8bit, kSgd };
+enum class Recompute { kNone, kSelective, kFull };
+enum class Offload { kNone, kOptimizer, kOptimizerParams };
+
+struct TrainingSpec {
+  Method method = Method::kFull;          // Default: full fine-tune.
+  int64_t seq_len = 2048;                 // Default: 2048 tokens.
+  int64_t micro_batch = 1;                // Default: 1 sequence per GPU per micro-step.
+  int64_t global_batch = 0;               // Default: 0 = micro_batch * dp (no accumulation).
+  double tokens = 0;                      // Default: 0 (no time-to-train).
+  Precision precision = Precision::kBf16; // Default: bf16 mixed precision.
+  Optimizer optimizer = Optimizer::kAdamW;  // Default: AdamW.
+  Recompute recompute = Recompute::kNone;   // Default: none.
+  bool flash_attention = true;            // Default: true (no s^2 score matrix is stored).
+  bool fp32_grads = false;                // Default: false (grads in the compute dtype, ZeRO paper);
+                                          // true models Megatron's fp32 main_grad / FSDP fp32 reduce.
+  LoraSpec lora;                          // Used for lora/qlora.
+};
+
+struct ParallelSpec {
+  int64_t tp = 1;                 // Default: 1 (tensor parallel).
+  int64_t pp = 1;                 // Default: 1 (pipeline stages).
+  int64_t dp = 0;                 // Default: 0 = num_gpus / (tp * pp * cp).
+  int64_t cp = 1;                 // Default: 1 (context parallel).
+  int64_t vpp = 1;                // Default: 1 (virtual stages per pipeline rank; >1 interleaves).
+  int64_t ep = 1;                 // Default: 1 (expert parallel).
+  bool sequence_parallel = false; // Default: false (Megatron SP with TP).
+  int zero = 0;                   // Default: 0 (ZeRO stage; 3 = FSDP full shard).
+  Offload offload = Offload::kNone;  // Default: none.
+};
+
+struct ClusterSpec {
+  std::string gpu = "h100-sxm-80gb";  // Default: h100-sxm-80gb.
+  int64_t num_gpus = 0;           // Default: 0 = tp * pp * cp * max(dp, 1).
+  int64_t gpus_per_node = 8;      // Default: 8.
+  std::string intra_node;         // Default: "" = the GPU's own link (catalog).
+  std::string network;            // Default: "" = by GPU class (docs/model/communication.md).
+  int64_t nics_per_node = 0;      // Default: 0 = one per GPU (rail-optimized).
+  bool gpudirect_rdma = true;     // Default: true (ignored on TCP).
+  double oversubscription = 1.0;  // Default: 1.0 (non-blocking fabric).
+  std::string storage;            // Default: "" = local NVMe.
+  int64_t cpu_cores_per_gpu = 0;  // Default: 0 = unknown (no data-loader check).
+};
+
+struct Job {
+  std::string source;     // file the job came from ("" = command line)
+  Arch arch;
+  TrainingSpec training;
+  ParallelSpec parallel;
+  ClusterSpec cluster;
+  // Which keys the user set explicitly (dotted), so planners know what is pinned.
+  std::map<std::string, Location> set_keys;
+  bool IsSet(const std::string& key) const { return set_keys.count(key) > 0; }
+};
+
+// Parses a YAML or JSON job file. Errors carry file:line: key.
+Result<Job> ParseJobFile(const std::string& path);
+Result<Job> ParseJobText(const std::string& text, const std::string& file_name);
+
+// Sets one dotted key ("training.seq_len") from a string value, as the CLI flags do.
+Status SetJobKey(Job& job, const std::string& key, const std::string& value, const Location& where);
+
+// Fills derived defaults (dp, num_gpus, global_batch) and validates the whole job.
+Status FinalizeJob(Job& job);
+
+// Micro-steps per optimizer step (gradient accumulation) = global_batch / (micro_batch * dp).
+int64_t GradAccumSteps(const Job& job);
+
+std::string ToString(Method m);
+std::string ToString(Precision p);
+std::string ToString(Optimizer o);
+std::string ToString(Recompute r);
+std::string ToString(Offload o);
+
+}  // namespace gpuplan

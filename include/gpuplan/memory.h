@@ -1,0 +1,70 @@
+// Training memory per GPU, broken down (docs/model/memory.md mirrors this one-to-one).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "gpuplan/calibration.h"
+#include "gpuplan/catalog.h"
+#include "gpuplan/job.h"
+
+namespace gpuplan {
+
+// One explained line of the breakdown.
+struct MemoryItem {
+  std::string category;  // weights|gradients|optimizer|activations|buffers|overhead
+  std::string name;      // e.g. "optimizer states (fp32 master + m + v)"
+  double bytes = 0;
+  std::string formula;   // e.g. "12 B x 6.74e9 params / dp 8"
+};
+
+struct MemoryBreakdown {
+  double weights_bytes = 0;
+  double gradients_bytes = 0;
+  double optimizer_bytes = 0;
+  double activations_bytes = 0;
+  double buffers_bytes = 0;
+  double overhead_bytes = 0;
+  double total_bytes = 0;
+  double host_bytes = 0;          // CPU memory needed by offload (per GPU)
+  double params_on_gpu = 0;       // parameters held by this GPU's model-parallel shard (before ZeRO)
+  int64_t total_params = 0;
+  int64_t trainable_params = 0;
+  int stage = 0;                  // pipeline stage this breakdown is for (the peak one)
+  int64_t inflight_microbatches = 1;
+  std::vector<MemoryItem> items;
+};
+
+// The numbers of one layer's saved activations, for one micro-batch (bytes); exposed for tests.
+struct LayerActivation {
+  double saved_bytes = 0;         // kept from forward to backward under the recompute policy
+  double full_bytes = 0;          // what the layer saves with no recompute (the recompute working set)
+};
+LayerActivation LayerActivationBytes(const Job& job, bool moe_layer);
+
+// Peak over pipeline stages (first and last stage differ by embedding/logits).
+MemoryBreakdown EstimateMemory(const Job& job, const Calibration& cal = Calibration::Builtin());
+MemoryBreakdown EstimateMemoryForStage(const Job& job, int stage, const Calibration& cal);
+
+// A memory-saving step and what it gives.
+struct MemorySuggestion {
+  std::string step;          // "recompute: full"
+  std::string change;        // the key=value changes, e.g. "training.recompute=full"
+  double total_bytes = 0;    // per-GPU total after the change
+  double saved_bytes = 0;    // relative to the current job
+  bool fits = false;
+  int64_t num_gpus = 0;      // GPUs the change needs (more-GPU steps change it)
+};
+
+// Steps in order of cost (precision, recompute, micro-batch, ZeRO, offload, LoRA/QLoRA, more GPUs),
+// each applied alone to the job.
+std::vector<MemorySuggestion> SuggestMemorySavings(const Job& job, double capacity_bytes,
+                                                   const Calibration& cal = Calibration::Builtin());
+
+// Bytes per element of stored weights, gradients and activations for a precision.
+double WeightBytesPerParam(const Job& job);
+double GradBytesPerParam(const Job& job);
+double OptimizerBytesPerParam(const Job& job);
+double ActivationBytesPerElement(Precision p);
+
+}  // namespace gpuplan

@@ -1,0 +1,38 @@
+// Printers: one record, many formats (text table, JSON, Markdown). No model logic here.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "gpuplan/catalog.h"
+#include "gpuplan/job.h"
+#include "gpuplan/memory.h"
+
+namespace gpuplan {
+
+constexpr const char* kVersion = "0.3.0";
+constexpr int kJsonSchemaVersion = 1;
+
+std::string FormatGiB(double bytes);   // "12.34"
+std::string FormatCount(double n);     // "6.74B", "124.4M"
+std::string WithThousands(int64_t n);  // "6,738,415,616"
+
+// The job's inputs as JSON (recorded in every JSON output).
+nlohmann::json JobToJson(const Job& job);
+
+struct MemoryReport {
+  Job job;
+  GpuSpec gpu;
+  MemoryBreakdown memory;
+  std::vector<MemorySuggestion> suggestions;
+  bool fits = false;
+};
+
+nlohmann::json MemoryToJson(const MemoryReport& r);
+std::string MemoryToText(const MemoryReport& r, bool markdown);
+
+// A plain aligned table; markdown switches to pipes.
+std::string RenderTable(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows,
+                        bool markdown);
+
+}  // namespace gpuplan

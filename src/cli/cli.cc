@@ -1,0 +1,127 @@
+#include "cli.h"
+
+#include <algorithm>
+
+#include "gpuplan/job_keys.h"
+
+namespace gpuplan::cli {
+
+namespace {
+size_t Distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+bool IsBoolKey(const std::string& key) {
+  static const char* kBools[] = {"model.norm_bias", "model.linear_bias", "model.qkv_bias", "model.tied_embeddings",
+                                 "model.dropout", "training.flash_attention", "training.fp32_grads",
+                                 "parallel.sequence_parallel", "cluster.gpudirect_rdma"};
+  for (const char* k : kBools)
+    if (key == k) return true;
+  return false;
+}
+}  // namespace
+
+Result<Args> ParseArgs(const std::vector<std::string>& argv, const std::vector<FlagSpec>& own, bool job_flags) {
+  Args out;
+  for (size_t i = 0; i < argv.size(); ++i) {
+    const std::string& tok = argv[i];
+    if (tok.size() < 3 || tok.rfind("--", 0) != 0) {
+      if (tok.size() > 1 && tok[0] == '-' && tok != "-")
+        return Status::BadInput({"command line", 0, tok}, "unknown option (flags are --name value)");
+      out.positional.push_back(tok);
+      continue;
+    }
+    std::string name = tok.substr(2), value;
+    bool has_value = false;
+    if (auto eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+      has_value = true;
+    }
+    auto spec = std::find_if(own.begin(), own.end(), [&](const FlagSpec& f) { return f.name == name; });
+    const JobKey* jk = job_flags ? FindJobKeyByFlag(name) : nullptr;
+    if (spec == own.end() && jk == nullptr) {
+      std::string best;
+      size_t best_d = 3;
+      for (const auto& f : own)
+        if (size_t d = Distance(name, f.name); d < best_d) best_d = d, best = f.name;
+      if (job_flags)
+        for (const auto& k : JobKeys())
+          if (size_t d = Distance(name, k.flag); d < best_d) best_d = d, best = k.flag;
+      return Status::BadInput({"command line", 0, "--" + name},
+                              "unknown flag" + (best.empty() ? std::string() : " (did you mean --" + best + "?)"));
+    }
+    const bool takes_value = spec != own.end() ? spec->takes_value : true;
+    const bool optional_value = jk != nullptr && IsBoolKey(jk->key);
+    if (takes_value && !has_value) {
+      if (i + 1 < argv.size() && (!optional_value || argv[i + 1].rfind("--", 0) != 0)) {
+        value = argv[++i];
+      } else if (optional_value) {
+        value = "true";
+      } else {
+        return Status::BadInput({"command line", 0, "--" + name}, "needs a value");
+      }
+    }
+    if (spec != own.end()) out.flags[name].push_back(value);
+    else out.job_flags.emplace_back(jk->key, value);
+  }
+  return out;
+}
+
+Result<Job> LoadJob(const Args& args, bool finalize) {
+  Job job;
+  if (!args.positional.empty()) {
+    if (args.positional.size() > 1)
+      return Status::BadInput({"command line", 0, args.positional[1]}, "only one job file is accepted");
+    auto parsed = ParseJobFile(args.positional[0]);
+    if (!parsed.ok()) return parsed.status();
+    job = *parsed;
+  }
+  // Flags override the file; a model source on the command line replaces the file's model.
+  for (const auto& [key, value] : args.job_flags) {
+    GPUPLAN_RETURN_IF_ERROR(SetJobKey(job, key, value, {"command line", 0, "--" + FindJobKey(key)->flag}));
+  }
+  if (finalize) GPUPLAN_RETURN_IF_ERROR(FinalizeJob(job));
+  return job;
+}
+
+Result<Catalog> LoadCatalogFromArgs(const Args& args) {
+  CatalogOptions o;
+  if (auto it = args.flags.find("catalog"); it != args.flags.end()) o.override_files = it->second;
+  return LoadCatalog(o);
+}
+
+Result<Format> GetFormat(const Args& args) {
+  if (args.Has("json")) return Format::kJson;
+  std::string f = args.Get("format", "text");
+  if (f == "text") return Format::kText;
+  if (f == "md" || f == "markdown") return Format::kMarkdown;
+  if (f == "json") return Format::kJson;
+  if (f == "csv") return Format::kCsv;
+  return Status::BadInput({"command line", 0, "--format"}, "expected text|md|json|csv, got '" + f + "'");
+}
+
+std::string FlagHelp(const std::vector<FlagSpec>& own, bool job_flags) {
+  std::string out = "options:\n";
+  auto line = [&](const std::string& flag, const std::string& help) {
+    std::string f = "  --" + flag;
+    if (f.size() < 26) f += std::string(26 - f.size(), ' ');
+    else f += "  ";
+    out += f + help + "\n";
+  };
+  for (const auto& f : own) line(f.name + (f.takes_value ? " V" : ""), f.help);
+  if (job_flags) {
+    out += "job keys (a job file's keys, as flags; they override the file):\n";
+    for (const auto& k : JobKeys()) line(k.flag + " V", k.key + ": " + k.help);
+  }
+  return out;
+}
+
+}  // namespace gpuplan::cli

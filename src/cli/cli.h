@@ -1,0 +1,44 @@
+// The thin command-line shell: argument parsing shared by every subcommand.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gpuplan/catalog.h"
+#include "gpuplan/job.h"
+
+namespace gpuplan::cli {
+
+// A flag of a subcommand (job keys are flags too; see job_keys.h).
+struct FlagSpec {
+  std::string name;     // without dashes
+  bool takes_value;
+  std::string help;
+};
+
+struct Args {
+  std::vector<std::string> positional;
+  std::map<std::string, std::vector<std::string>> flags;  // own flags (repeatable)
+  std::vector<std::pair<std::string, std::string>> job_flags;  // job keys in command-line order
+  bool Has(const std::string& f) const { return flags.count(f) > 0; }
+  std::string Get(const std::string& f, const std::string& def = "") const {
+    auto it = flags.find(f);
+    return it == flags.end() || it->second.empty() ? def : it->second.back();
+  }
+};
+
+// Parses argv after the subcommand. Unknown flags are errors with a suggestion.
+Result<Args> ParseArgs(const std::vector<std::string>& argv, const std::vector<FlagSpec>& own, bool job_flags);
+
+// Job from an optional file plus flags; finalized.
+Result<Job> LoadJob(const Args& args, bool finalize = true);
+Result<Catalog> LoadCatalogFromArgs(const Args& args);
+
+// Output format from --json / --format.
+enum class Format { kText, kMarkdown, kJson, kCsv };
+Result<Format> GetFormat(const Args& args);
+
+std::string FlagHelp(const std::vector<FlagSpec>& own, bool job_flags);
+
+}  // namespace gpuplan::cli

@@ -1,0 +1,57 @@
+#include <cstdio>
+
+#include "cli.h"
+#include "commands.h"
+#include "gpuplan/report.h"
+
+namespace gpuplan::cli {
+
+int Fail(const Status& st) {
+  std::fprintf(stderr, "gpuplan: %s\n", st.ToString().c_str());
+  return st.ExitCode() == 0 ? 3 : st.ExitCode();
+}
+
+namespace {
+const std::vector<FlagSpec> kMemoryFlags = {
+    {"json", false, "JSON output (same as --format json)"},
+    {"format", true, "text|md|json (default text)"},
+    {"catalog", true, "extra catalog CSV (GPUs, links, instances, storage); repeatable"},
+    {"calibration", true, "calibration CSV overriding data/calibration.csv"},
+    {"help", false, "this help"},
+};
+}  // namespace
+
+int CmdMemory(const std::vector<std::string>& argv) {
+  auto args = ParseArgs(argv, kMemoryFlags, true);
+  if (!args.ok()) return Fail(args.status());
+  if (args->Has("help")) {
+    std::printf("usage: gpuplan memory [JOB.yaml|JOB.json] [--flags]\n\n%s", FlagHelp(kMemoryFlags, true).c_str());
+    return 0;
+  }
+  auto format = GetFormat(*args);
+  if (!format.ok()) return Fail(format.status());
+  auto job = LoadJob(*args);
+  if (!job.ok()) return Fail(job.status());
+  auto catalog = LoadCatalogFromArgs(*args);
+  if (!catalog.ok()) return Fail(catalog.status());
+  auto cal = Calibration::Load(args->Get("calibration"));
+  if (!cal.ok()) return Fail(cal.status());
+  auto gpu = catalog->FindGpu(job->cluster.gpu);
+  if (!gpu.ok()) {
+    Location l = job->IsSet("cluster.gpu") ? job->set_keys.at("cluster.gpu") : Location{"", 0, "cluster.gpu"};
+    return Fail(Status::BadInput(l, gpu.status().reason()));
+  }
+  if (gpu->memory_bytes <= 0)
+    return Fail(Status::BadInput({gpu->where.file, gpu->where.line, "memory_gib"}, "GPU '" + gpu->id + "' has no known memory size"));
+  MemoryReport r{*job, *gpu, EstimateMemory(*job, *cal), {}, false};
+  r.fits = r.memory.total_bytes <= gpu->memory_bytes;
+  r.suggestions = SuggestMemorySavings(*job, gpu->memory_bytes, *cal);
+  if (*format == Format::kJson) {
+    std::printf("%s\n", MemoryToJson(r).dump(2).c_str());
+  } else {
+    std::printf("%s", MemoryToText(r, *format == Format::kMarkdown).c_str());
+  }
+  return 0;
+}
+
+}  // namespace gpuplan::cli

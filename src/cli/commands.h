@@ -1,0 +1,19 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace gpuplan::cli {
+
+// Each returns the process exit code (0 ok, 1 bad input, 2 infeasible / threshold not met, 3 internal).
+int CmdMemory(const std::vector<std::string>& argv);
+int CmdModels(const std::vector<std::string>& argv);
+int CmdCatalog(const std::vector<std::string>& argv);
+int CmdEstimate(const std::vector<std::string>& argv);
+int CmdValidate(const std::vector<std::string>& argv);
+int CmdPlan(const std::vector<std::string>& argv);
+
+// Prints a Status as "gpuplan: file:line: key: reason" and returns its exit code.
+int Fail(const class Status& st);
+
+}  // namespace gpuplan::cli

@@ -1,0 +1,75 @@
+// gpuplan: one table of subcommands. Every number comes from the library.
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "gpuplan/report.h"
+
+namespace {
+
+struct Command {
+  const char* name;
+  const char* help;
+  int (*run)(const std::vector<std::string>&);
+};
+
+const Command kCommands[] = {
+    {"memory", "training memory per GPU, broken down; does it fit, and what would", gpuplan::cli::CmdMemory},
+    {"models", "list the built-in model presets", gpuplan::cli::CmdModels},
+    {"catalog", "list catalog rows: gpus | links | instances | storage", gpuplan::cli::CmdCatalog},
+};
+
+size_t Distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+void Usage(FILE* out) {
+  std::fprintf(out, "gpuplan %s — plan GPU cloud setups for LLM training\n\nusage: gpuplan COMMAND [JOB.yaml] [--flags]\n\ncommands:\n",
+               gpuplan::kVersion);
+  for (const auto& c : kCommands) std::fprintf(out, "  %-10s %s\n", c.name, c.help);
+  std::fprintf(out, "\n'gpuplan COMMAND --help' lists a command's flags. Exit codes: 0 ok, 1 bad input, 2 infeasible, 3 internal.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    if (argc < 2) {
+      Usage(stderr);
+      return 1;
+    }
+    const std::string name = argv[1];
+    if (name == "--help" || name == "-h" || name == "help") {
+      Usage(stdout);
+      return 0;
+    }
+    if (name == "--version" || name == "version") {
+      std::printf("gpuplan %s\n", gpuplan::kVersion);
+      return 0;
+    }
+    std::vector<std::string> rest(argv + 2, argv + argc);
+    for (const auto& c : kCommands)
+      if (name == c.name) return c.run(rest);
+    std::string best;
+    size_t best_d = 3;
+    for (const auto& c : kCommands)
+      if (size_t d = Distance(name, c.name); d < best_d) best_d = d, best = c.name;
+    std::fprintf(stderr, "gpuplan: unknown command '%s'%s\n", name.c_str(),
+                 best.empty() ? "" : (" (did you mean '" + best + "'?)").c_str());
+    Usage(stderr);
+    return 1;
+  } catch (const std::exception& ex) {
+    std::fprintf(stderr, "gpuplan: internal error: %s\n", ex.what());
+    return 3;
+  }
+}

@@ -1,0 +1,236 @@
+// Catalog loading from data/*.csv (compiled in) and user override files.
+#include "gpuplan/catalog.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "gpuplan/csv.h"
+#include "gpuplan/data.h"
+
+namespace gpuplan {
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr double kGB = 1e9;
+constexpr double kTB = 1e12;
+constexpr double kTera = 1e12;
+constexpr double kMB = 1e6;
+
+std::string Lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+// Reads an optional number column and scales it; a bad cell is an error with its location.
+#define OPT(out, rec, col, scale)                                  \
+  do {                                                             \
+    auto _v = (rec).OptNumber(col);                                \
+    if (!_v.ok()) return _v.status();                              \
+    if (_v->has_value()) (out) = **_v * (scale);                   \
+  } while (0)
+
+Status Require(const CsvTable& t, const std::vector<std::string>& cols) {
+  for (const auto& c : cols)
+    if (t.Column(c) < 0) return Status::BadInput({t.file, 1, c}, "missing column");
+  return Status::Ok();
+}
+
+Result<GpuSpec> ReadGpu(const CsvRecord& r) {
+  GpuSpec g;
+  g.id = r.Str("id");
+  if (g.id.empty()) return Status::BadInput(r.Where("id"), "must not be empty");
+  std::string aliases = r.Str("aliases");
+  size_t start = 0;
+  while (start < aliases.size()) {
+    size_t end = aliases.find(';', start);
+    if (end == std::string::npos) end = aliases.size();
+    std::string a = Lower(aliases.substr(start, end - start));
+    if (!a.empty()) g.aliases.push_back(a);
+    start = end + 1;
+  }
+  g.name = r.Str("name");
+  g.vendor = r.Str("vendor");
+  g.family = r.Str("family");
+  g.form_factor = r.Str("form_factor");
+  std::optional<double> mem;
+  OPT(mem, r, "memory_gib", kGiB);
+  g.memory_bytes = mem.value_or(0);
+  OPT(g.mem_bw_bytes_per_s, r, "mem_bw_gb_per_s", kGB);
+  OPT(g.fp32_flops, r, "fp32_tflops", kTera);
+  OPT(g.tf32_flops, r, "tf32_tflops", kTera);
+  OPT(g.bf16_flops, r, "bf16_tflops", kTera);
+  OPT(g.fp16_flops, r, "fp16_tflops", kTera);
+  OPT(g.fp8_flops, r, "fp8_tflops", kTera);
+  g.fp8_supported = r.Str("fp8_tflops") != "none";
+  g.bf16_supported = r.Str("bf16_tflops") != "none";
+  g.intra_link = r.Str("intra_link");
+  OPT(g.nvlink_bytes_per_s_per_dir, r, "nvlink_bw_gb_per_s_per_dir", kGB);
+  OPT(g.pcie_gen, r, "pcie_gen", 1.0);
+  OPT(g.pcie_lanes, r, "pcie_lanes", 1.0);
+  g.source = r.Str("source");
+  g.date = r.Str("date");
+  g.notes = r.Str("notes");
+  g.where = r.Where("");
+  return g;
+}
+
+Result<LinkSpec> ReadLink(const CsvRecord& r) {
+  LinkSpec l;
+  l.id = r.Str("id");
+  l.kind = r.Str("kind");
+  l.name = r.Str("name");
+  std::optional<double> bw;
+  OPT(bw, r, "bw_gb_per_s_per_dir", kGB);
+  l.bw_bytes_per_s_per_dir = bw.value_or(0);  // 0 = unknown; users of the link check
+  OPT(l.latency_s, r, "latency_us", 1e-6);
+  l.source = r.Str("source");
+  l.date = r.Str("date");
+  l.notes = r.Str("notes");
+  l.where = r.Where("");
+  return l;
+}
+
+Result<InstanceSpec> ReadInstance(const CsvRecord& r) {
+  InstanceSpec i;
+  i.id = r.Str("id");
+  i.provider = r.Str("provider");
+  i.instance = r.Str("instance");
+  i.gpu_id = r.Str("gpu_id");
+  std::optional<double> count;
+  OPT(count, r, "gpu_count", 1.0);
+  i.gpu_count = static_cast<int64_t>(count.value_or(0));  // 0 = unknown: listed, never planned
+  if (count && i.gpu_count <= 0) return Status::BadInput(r.Where("gpu_count"), "must be > 0");
+  i.intra_link = r.Str("intra_link");
+  OPT(i.vcpus, r, "vcpus", 1.0);
+  OPT(i.ram_bytes, r, "ram_gib", kGiB);
+  OPT(i.local_nvme_bytes, r, "local_nvme_tb", kTB);
+  OPT(i.network_bits_per_s, r, "network_gbps", 1e9);
+  i.network_kind = r.Str("network_kind");
+  i.network_link = r.Str("network_link");
+  i.rdma = r.Str("rdma");
+  i.gpudirect_rdma = r.Str("gpudirect_rdma");
+  OPT(i.nics, r, "nics", 1.0);
+  OPT(i.on_demand_usd_per_hour, r, "on_demand_usd_per_hour", 1.0);
+  OPT(i.spot_usd_per_hour, r, "spot_usd_per_hour", 1.0);
+  OPT(i.reserved_usd_per_hour, r, "reserved_usd_per_hour", 1.0);
+  i.region = r.Str("region");
+  i.price_date = r.Str("price_date");
+  i.source = r.Str("source");
+  i.notes = r.Str("notes");
+  i.where = r.Where("");
+  return i;
+}
+
+Result<StorageSpec> ReadStorage(const CsvRecord& r) {
+  StorageSpec s;
+  s.id = r.Str("id");
+  s.provider = r.Str("provider");
+  s.product = r.Str("product");
+  s.tier = r.Str("tier");
+  OPT(s.read_bytes_per_s, r, "read_mb_per_s", kMB);
+  OPT(s.write_bytes_per_s, r, "write_mb_per_s", kMB);
+  OPT(s.iops, r, "iops", 1.0);
+  OPT(s.latency_s, r, "latency_ms", 1e-3);
+  OPT(s.usd_per_gb_month, r, "usd_per_gb_month", 1.0);
+  OPT(s.usd_per_1k_put, r, "usd_per_1k_put", 1.0);
+  OPT(s.usd_per_1k_get, r, "usd_per_1k_get", 1.0);
+  s.throughput_scope = r.Str("throughput_scope");
+  s.source = r.Str("source");
+  s.date = r.Str("date");
+  s.notes = r.Str("notes");
+  s.where = r.Where("");
+  return s;
+}
+
+template <typename T>
+void Upsert(std::vector<T>& rows, T row) {
+  for (auto& r : rows)
+    if (r.id == row.id) {
+      r = std::move(row);
+      return;
+    }
+  rows.push_back(std::move(row));
+}
+
+template <typename T, typename F>
+Status LoadRows(const CsvTable& t, std::vector<T>& out, F read) {
+  for (const auto& row : t.rows) {
+    CsvRecord rec(t, row);
+    if (rec.Str("id").empty()) return Status::BadInput(rec.Where("id"), "must not be empty");
+    auto v = read(rec);
+    if (!v.ok()) return v.status();
+    Upsert(out, std::move(v).value());
+  }
+  return Status::Ok();
+}
+
+Status LoadTable(const CsvTable& t, Catalog& c) {
+  if (t.Column("gpu_count") >= 0) return LoadRows(t, c.instances, ReadInstance);
+  if (t.Column("memory_gib") >= 0) return LoadRows(t, c.gpus, ReadGpu);
+  if (t.Column("bw_gb_per_s_per_dir") >= 0) return LoadRows(t, c.links, ReadLink);
+  if (t.Column("tier") >= 0) return LoadRows(t, c.storage, ReadStorage);
+  return Status::BadInput({t.file, 1, ""},
+                          "not a catalog file: the header matches none of gpus, links, instances, storage");
+}
+
+template <typename T>
+Result<T> FindById(const std::vector<T>& rows, const std::string& id, const char* what) {
+  const std::string want = Lower(id);
+  for (const auto& r : rows)
+    if (r.id == want) return r;
+  std::string close;
+  for (const auto& r : rows)
+    if (r.id.find(want) != std::string::npos || want.find(r.id) != std::string::npos)
+      close += (close.empty() ? "" : ", ") + r.id;
+  return Status::BadInput({}, std::string("unknown ") + what + " '" + id + "'" +
+                                  (close.empty() ? " (gpuplan catalog lists them)" : " (did you mean: " + close + "?)"));
+}
+
+}  // namespace
+
+std::optional<double> GpuSpec::PeakFlops(Precision p) const {
+  switch (p) {
+    case Precision::kFp32: return tf32_flops ? tf32_flops : fp32_flops;  // matmuls run as TF32 where it exists
+    case Precision::kFp16: return fp16_flops ? fp16_flops : bf16_flops;
+    case Precision::kBf16: return bf16_flops ? bf16_flops : fp16_flops;
+    case Precision::kFp8: return fp8_flops;
+  }
+  return std::nullopt;
+}
+
+Result<GpuSpec> Catalog::FindGpu(const std::string& name) const {
+  std::string want = Lower(name);
+  for (const auto& g : gpus)
+    if (g.id == want) return g;
+  for (const auto& g : gpus)
+    for (const auto& a : g.aliases)
+      if (a == want) return g;
+  return FindById(gpus, name, "GPU");
+}
+Result<LinkSpec> Catalog::FindLink(const std::string& id) const { return FindById(links, id, "link"); }
+Result<InstanceSpec> Catalog::FindInstance(const std::string& id) const {
+  return FindById(instances, id, "instance");
+}
+Result<StorageSpec> Catalog::FindStorage(const std::string& id) const {
+  return FindById(storage, id, "storage");
+}
+
+Result<Catalog> LoadCatalog(const CatalogOptions& options) {
+  Catalog c;
+  for (const char* name : {"gpus.csv", "links.csv", "instances.csv", "storage.csv"}) {
+    std::string_view text = EmbeddedData(name);
+    if (text.empty()) continue;
+    auto t = ParseCsv(std::string(text), std::string("data/") + name);
+    if (!t.ok()) return t.status();
+    GPUPLAN_RETURN_IF_ERROR(LoadTable(*t, c));
+  }
+  for (const auto& path : options.override_files) {
+    auto t = ReadCsvFile(path);
+    if (!t.ok()) return t.status();
+    GPUPLAN_RETURN_IF_ERROR(LoadTable(*t, c));
+  }
+  return c;
+}
+
+}  // namespace gpuplan

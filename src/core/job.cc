@@ -1,0 +1,515 @@
+// Job parsing and validation: YAML/JSON files (yaml-cpp parses both, with line numbers) and flags.
+#include <yaml-cpp/yaml.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+
+#include "gpuplan/csv.h"
+#include "gpuplan/job.h"
+#include "gpuplan/job_keys.h"
+
+namespace gpuplan {
+
+namespace {
+
+Status Bad(const Location& where, const std::string& why) { return Status::BadInput(where, why); }
+
+Result<double> ParseNumber(const std::string& s, const Location& where) {
+  errno = 0;
+  char* end = nullptr;
+  double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || end == s.c_str() || *end != '\0' || errno == ERANGE || !std::isfinite(v))
+    return Bad(where, "expected a number, got '" + s + "'");
+  return v;
+}
+
+Result<int64_t> ParseInt(const std::string& s, const Location& where, int64_t min, int64_t max) {
+  auto v = ParseNumber(s, where);
+  if (!v.ok()) return v.status();
+  if (*v != std::floor(*v)) return Bad(where, "expected a whole number, got '" + s + "'");
+  if (*v < static_cast<double>(min) || *v > static_cast<double>(max))
+    return Bad(where, "must be in " + std::to_string(min) + ".." + std::to_string(max) + ", got " + s);
+  return static_cast<int64_t>(*v);
+}
+
+Result<bool> ParseBool(const std::string& s, const Location& where) {
+  if (s == "true" || s == "yes" || s == "on" || s == "1") return true;
+  if (s == "false" || s == "no" || s == "off" || s == "0") return false;
+  return Bad(where, "expected true or false, got '" + s + "'");
+}
+
+template <typename E>
+Result<E> ParseEnum(const std::string& s, const Location& where,
+                    std::initializer_list<std::pair<const char*, E>> options) {
+  std::string names;
+  for (const auto& [name, value] : options) {
+    if (s == name) return value;
+    names += (names.empty() ? "" : "|") + std::string(name);
+  }
+  return Bad(where, "expected one of " + names + ", got '" + s + "'");
+}
+
+constexpr int64_t kMaxDim = int64_t{1} << 24;      // any shape dimension
+constexpr int64_t kMaxGpus = int64_t{1} << 20;     // a million GPUs
+constexpr int64_t kMaxSeq = int64_t{1} << 24;      // 16M tokens per sequence
+
+using Setter = std::function<Status(Job&, const std::string&, const Location&)>;
+
+
+template <typename Get>
+Setter Int(Get get, int64_t min, int64_t max) {
+  return [=](Job& j, const std::string& s, const Location& w) -> Status {
+    auto v = ParseInt(s, w, min, max);
+    if (!v.ok()) return v.status();
+    get(j) = *v;
+    return Status::Ok();
+  };
+}
+template <typename Get>
+Setter Bool(Get get) {
+  return [=](Job& j, const std::string& s, const Location& w) -> Status {
+    auto v = ParseBool(s, w);
+    if (!v.ok()) return v.status();
+    get(j) = *v;
+    return Status::Ok();
+  };
+}
+template <typename Get>
+Setter Str(Get get) {
+  return [=](Job& j, const std::string& s, const Location& w) -> Status {
+    if (s.empty()) return Bad(w, "must not be empty");
+    get(j) = s;
+    return Status::Ok();
+  };
+}
+
+struct KeyEntry {
+  JobKey key;
+  Setter set;
+};
+
+const std::vector<KeyEntry>& Entries() {
+  static const std::vector<KeyEntry> entries = [] {
+    std::vector<KeyEntry> e;
+    auto add = [&](std::string key, std::string flag, std::string help, Setter s) {
+      e.push_back({{std::move(key), std::move(flag), std::move(help)}, std::move(s)});
+    };
+    // model
+    add("model.preset", "model", "built-in preset (gpuplan models)", [](Job& j, const std::string& s, const Location& w) -> Status {
+      auto a = FindPreset(s);
+      if (!a.ok()) return Bad(w, a.status().reason());
+      j.arch = *a;
+      return Status::Ok();
+    });
+    add("model.config", "config", "Hugging Face config.json path", [](Job& j, const std::string& s, const Location& w) -> Status {
+      auto a = ArchFromHfConfig(s);
+      if (!a.ok()) {
+        if (!a.status().location().file.empty()) return a.status();
+        return Bad(w, a.status().reason());
+      }
+      j.arch = *a;
+      return Status::Ok();
+    });
+    add("model.params", "params", "raw parameter count for what-ifs, e.g. 7.5e9", [](Job& j, const std::string& s, const Location& w) -> Status {
+      auto v = ParseNumber(s, w);
+      if (!v.ok()) return v.status();
+      if (*v < 1e3 || *v > 1e15) return Bad(w, "must be in 1e3..1e15, got " + s);
+      j.arch = ArchFromParamCount(*v);
+      return Status::Ok();
+    });
+    add("model.name", "name", "display name", Str([](Job& j) -> std::string& { return j.arch.name; }));
+    add("model.layers", "layers", "transformer layers", Int([](Job& j) -> int64_t& { return j.arch.layers; }, 1, kMaxDim));
+    add("model.hidden", "hidden", "hidden size", Int([](Job& j) -> int64_t& { return j.arch.hidden; }, 1, kMaxDim));
+    add("model.heads", "heads", "attention heads", Int([](Job& j) -> int64_t& { return j.arch.heads; }, 1, kMaxDim));
+    add("model.kv_heads", "kv-heads", "key/value heads (GQA/MQA); default = heads", Int([](Job& j) -> int64_t& { return j.arch.kv_heads; }, 1, kMaxDim));
+    add("model.head_dim", "head-dim", "head dimension; default hidden/heads", Int([](Job& j) -> int64_t& { return j.arch.head_dim; }, 1, kMaxDim));
+    add("model.ffn_hidden", "ffn-hidden", "MLP inner size; default 4*hidden for gelu", Int([](Job& j) -> int64_t& { return j.arch.ffn_hidden; }, 1, kMaxDim));
+    add("model.vocab", "vocab", "vocabulary size", Int([](Job& j) -> int64_t& { return j.arch.vocab; }, 1, kMaxDim));
+    add("model.mlp", "mlp", "gelu|swiglu (default swiglu)", [](Job& j, const std::string& s, const Location& w) -> Status {
+      auto v = ParseEnum<MlpKind>(s, w, {{"gelu", MlpKind::kGelu}, {"swiglu", MlpKind::kSwiGlu}});
+      if (!v.ok()) return v.status();
+      j.arch.mlp = *v;
+      return Status::Ok();
+    });
+    add("model.norm", "norm", "layernorm|rmsnorm (default rmsnorm)", [](Job& j, const std::string& s, const Location& w) -> Status {
+      auto v = ParseEnum<NormKind>(s, w, {{"layernorm", NormKind::kLayerNorm}, {"rmsnorm", NormKind::kRmsNorm}});
+      if (!v.ok()) return v.status();
+      j.arch.norm = *v;
+      return Status::Ok();
+    });
+    add("model.norm_bias", "norm-bias", "LayerNorm has a bias (default false)", Bool([](Job& j) -> bool& { return j.arch.norm_bias; }));
+    add("model.linear_bias", "linear-bias", "every linear has a bias (default false)", Bool([](Job& j) -> bool& { return j.arch.linear_bias; }));
+    add("model.qkv_bias", "qkv-bias", "q/k/v projections have a bias (default false)", Bool([](Job& j) -> bool& { return j.arch.qkv_bias; }));
+    add("model.tied_embeddings", "tied-embeddings", "lm head shares the embedding (default false)", Bool([](Job& j) -> bool& { return j.arch.tied_embeddings; }));
+    add("model.position", "position", "learned|rotary|alibi (default rotary)", [](Job& j, const std::string& s, const Location& w) -> Status {
+      auto v = ParseEnum<PositionKind>(s, w, {{"learned", PositionKind::kLearned}, {"rotary", PositionKind::kRotary}, {"alibi", PositionKind::kAlibi}});
+      if (!v.ok()) return v.status();
+      j.arch.position = *v;
+      return Status::Ok();
+    });
+    add("model.max_positions", "max-positions", "learned position table size", Int([](Job& j) -> int64_t& { return j.arch.max_positions; }, 1, kMaxSeq));
+    add("model.experts", "experts", "MoE routed experts (0 = dense)", Int([](Job& j) -> int64_t& { return j.arch.experts; }, 0, 1 << 16));
+    add("model.experts_per_token", "experts-per-token", "MoE top-k", Int([](Job& j) -> int64_t& { return j.arch.experts_per_token; }, 1, 1 << 16));
+    add("model.shared_experts", "shared-experts", "MoE always-on experts", Int([](Job& j) -> int64_t& { return j.arch.shared_experts; }, 0, 1 << 16));
+    add("model.moe_ffn_hidden", "moe-ffn-hidden", "expert MLP inner size (default ffn_hidden)", Int([](Job& j) -> int64_t& { return j.arch.moe_ffn_hidden; }, 1, kMaxDim));
+    add("model.dense_layers", "dense-layers", "leading dense layers in a MoE model", Int([](Job& j) -> int64_t& { return j.arch.dense_layers; }, 0, kMaxDim));
+    add("model.dropout", "dropout", "dropout layers present (default false)", Bool([](Job& j) -> bool& { return j.arch.dropout; }));
+    // training
+    add("training.method", "method", "pretrain|full|lora|qlora (default full)", [](Job& j, const std::string& s, const Location& w) -> Status {
+      auto v = ParseEnum<Method>(s, w, {{"pretrain", Method::kPretrain}, {"full", Method::kFull}, {"lora", Method::kLora}, {"qlora", Method::kQlora}});
+      if (!v.ok()) return v.status();
+      j.training.method = *v;
+      return Status::Ok();
+    });
+    add("training.seq_len", "seq-len", "tokens per sequence (default 2048)", Int([](Job& j) -> int64_t& { return j.training.seq_len; }, 1, kMaxSeq));
+    add("training.micro_batch", "micro-batch", "sequences per GPU per micro-step (default 1)", Int([](Job& j) -> int64_t& { return j.training.micro_batch; }, 1, 1 << 20));
+    add("training.global_batch", "global-batch", "sequences per optimizer step (default micro_batch*dp)", Int([](Job& j) -> int64_t& { return j.training.global_batch; }, 1, int64_t{1} << 32));
+    add("training.tokens", "tokens", "tokens to train on, e.g. 1e9", [](Job& j, const std::string& s, const Location& w) -> Status {
+      auto v = ParseNumber(s, w);
+      if (!v.ok()) return v.status();
+      if (*v < 0 || *v > 1e16) return Bad(w, "must be in 0..1e16, got " + s);
+      j.training.tokens = *v;
+      return Status::Ok();
+    });
+    add("training.precision", "precision", "fp32|fp16|bf16|fp8 (default bf16)", [](Job& j, const std::string& s, const Location& w) -> Status {
+      auto v = ParseEnum<Precision>(s, w, {{"fp32", Precision::kFp32}, {"fp16", Precision::kFp16}, {"bf16", Precision::kBf16}, {"fp8", Precision::kFp8}});
+      if (!v.ok()) return v.status();
+      j.training.precision = *v;
+      return Status::Ok();
+    });
+    add("training.optimizer", "optimizer", "adamw|adamw-8bit|sgd (default adamw)", [](Job& j, const std::string& s, const Location& w) -> Status {
+      auto v = ParseEnum<Optimizer>(s, w, {{"adamw", Optimizer::kAdamW}, {"adamw-8bit", Optimizer::kAdamW8bit}, {"sgd", Optimizer::kSgd}});
+      if (!v.ok()) return v.status();
+      j.training.optimizer = *v;
+      return Status::Ok();
+    });
+    add("training.recompute", "recompute", "none|selective|full (default none)", [](Job& j, const std::string& s, const Location& w) -> Status {
+      auto v = ParseEnum<Recompute>(s, w, {{"none", Recompute::kNone}, {"selective", Recompute::kSelective}, {"full", Recompute::kFull}});
+      if (!v.ok()) return v.status();
+      j.training.recompute = *v;
+      return Status::Ok();
+    });
+    add("training.flash_attention", "flash-attention", "fused attention, no s^2 scores kept (default true)", Bool([](Job& j) -> bool& { return j.training.flash_attention; }));
+    add("training.fp32_grads", "fp32-grads", "gradients kept in fp32 (Megatron main_grad) (default false)", Bool([](Job& j) -> bool& { return j.training.fp32_grads; }));
+    add("training.lora.rank", "lora-rank", "LoRA rank (default 16)", Int([](Job& j) -> int64_t& { return j.training.lora.rank; }, 1, 1 << 16));
+    add("training.lora.alpha", "lora-alpha", "LoRA alpha (default 32)", [](Job& j, const std::string& s, const Location& w) -> Status {
+      auto v = ParseNumber(s, w);
+      if (!v.ok()) return v.status();
+      j.training.lora.alpha = *v;
+      return Status::Ok();
+    });
+    add("training.lora.targets", "lora-targets", "comma list: q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj,all-linear", [](Job& j, const std::string& s, const Location& w) -> Status {
+      std::vector<std::string> out;
+      size_t start = 0;
+      while (start <= s.size()) {
+        size_t end = s.find(',', start);
+        if (end == std::string::npos) end = s.size();
+        std::string t = s.substr(start, end - start);
+        while (!t.empty() && t.front() == ' ') t.erase(t.begin());
+        while (!t.empty() && t.back() == ' ') t.pop_back();
+        if (!IsKnownLoraTarget(t)) return Bad(w, "unknown LoRA target '" + t + "'");
+        out.push_back(t);
+        start = end + 1;
+      }
+      j.training.lora.targets = out;
+      return Status::Ok();
+    });
+    // parallel
+    add("parallel.tp", "tp", "tensor-parallel size (default 1)", Int([](Job& j) -> int64_t& { return j.parallel.tp; }, 1, 1024));
+    add("parallel.pp", "pp", "pipeline stages (default 1)", Int([](Job& j) -> int64_t& { return j.parallel.pp; }, 1, 1024));
+    add("parallel.dp", "dp", "data-parallel size (default num_gpus/(tp*pp*cp))", Int([](Job& j) -> int64_t& { return j.parallel.dp; }, 1, kMaxGpus));
+    add("parallel.cp", "cp", "context-parallel size (default 1)", Int([](Job& j) -> int64_t& { return j.parallel.cp; }, 1, 1024));
+    add("parallel.vpp", "vpp", "virtual pipeline stages per rank (default 1)", Int([](Job& j) -> int64_t& { return j.parallel.vpp; }, 1, 1024));
+    add("parallel.ep", "ep", "expert-parallel size (default 1)", Int([](Job& j) -> int64_t& { return j.parallel.ep; }, 1, 1 << 16));
+    add("parallel.sequence_parallel", "sequence-parallel", "Megatron sequence parallel with tp (default false)", Bool([](Job& j) -> bool& { return j.parallel.sequence_parallel; }));
+    add("parallel.zero", "zero", "ZeRO stage 0..3; 3 = FSDP full shard (default 0)", [](Job& j, const std::string& s, const Location& w) -> Status {
+      auto v = ParseInt(s, w, 0, 3);
+      if (!v.ok()) return v.status();
+      j.parallel.zero = static_cast<int>(*v);
+      return Status::Ok();
+    });
+    add("parallel.offload", "offload", "none|optimizer|optimizer+params (default none)", [](Job& j, const std::string& s, const Location& w) -> Status {
+      auto v = ParseEnum<Offload>(s, w, {{"none", Offload::kNone}, {"optimizer", Offload::kOptimizer}, {"optimizer+params", Offload::kOptimizerParams}});
+      if (!v.ok()) return v.status();
+      j.parallel.offload = *v;
+      return Status::Ok();
+    });
+    // cluster
+    add("cluster.gpu", "gpu", "GPU id or alias (gpuplan catalog gpus) (default h100-sxm-80gb)", Str([](Job& j) -> std::string& { return j.cluster.gpu; }));
+    add("cluster.num_gpus", "num-gpus", "GPUs in the job (default tp*pp*cp*dp)", Int([](Job& j) -> int64_t& { return j.cluster.num_gpus; }, 1, kMaxGpus));
+    add("cluster.gpus_per_node", "gpus-per-node", "GPUs per node (default 8)", Int([](Job& j) -> int64_t& { return j.cluster.gpus_per_node; }, 1, 64));
+    add("cluster.intra_node", "intra-node", "intra-node link id (gpuplan catalog links) (default: the GPU's)", Str([](Job& j) -> std::string& { return j.cluster.intra_node; }));
+    add("cluster.network", "network", "inter-node link id (gpuplan catalog links)", Str([](Job& j) -> std::string& { return j.cluster.network; }));
+    add("cluster.nics_per_node", "nics-per-node", "network ports per node (default one per GPU)", Int([](Job& j) -> int64_t& { return j.cluster.nics_per_node; }, 1, 64));
+    add("cluster.gpudirect_rdma", "gpudirect-rdma", "GPUDirect RDMA on (default true)", Bool([](Job& j) -> bool& { return j.cluster.gpudirect_rdma; }));
+    add("cluster.oversubscription", "oversubscription", "fabric oversubscription, e.g. 2 for 1:2 (default 1)", [](Job& j, const std::string& s, const Location& w) -> Status {
+      auto v = ParseNumber(s, w);
+      if (!v.ok()) return v.status();
+      if (*v < 1 || *v > 64) return Bad(w, "must be in 1..64 (1 = non-blocking, 3 = 1:3), got " + s);
+      j.cluster.oversubscription = *v;
+      return Status::Ok();
+    });
+    add("cluster.storage", "storage", "storage id for data and checkpoints (gpuplan catalog storage)", Str([](Job& j) -> std::string& { return j.cluster.storage; }));
+    add("cluster.cpu_cores_per_gpu", "cpu-cores-per-gpu", "host CPU cores per GPU", Int([](Job& j) -> int64_t& { return j.cluster.cpu_cores_per_gpu; }, 1, 1024));
+    return e;
+  }();
+  return entries;
+}
+
+const KeyEntry* FindEntry(const std::string& key) {
+  for (const auto& e : Entries())
+    if (e.key.key == key) return &e;
+  return nullptr;
+}
+
+Location At(const std::string& file, const YAML::Node& n, const std::string& key) {
+  return {file, n.Mark().line >= 0 ? n.Mark().line + 1 : 0, key};
+}
+
+std::string SuggestKey(const std::string& key) {
+  // "did you mean": the known key with the smallest edit distance.
+  auto dist = [](const std::string& a, const std::string& b) {
+    std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+      cur[0] = i;
+      for (size_t j = 1; j <= b.size(); ++j)
+        cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
+      std::swap(prev, cur);
+    }
+    return prev[b.size()];
+  };
+  std::string best;
+  size_t best_d = 4;
+  for (const auto& e : Entries()) {
+    size_t d = dist(key, e.key.key);
+    if (d < best_d) best_d = d, best = e.key.key;
+  }
+  return best.empty() ? "" : " (did you mean '" + best + "'?)";
+}
+
+Status WalkMap(Job& job, const YAML::Node& map, const std::string& prefix, const std::string& file);
+
+Status SetFromNode(Job& job, const std::string& key, const YAML::Node& value, const std::string& file) {
+  const Location where = At(file, value, key);
+  if (key == "training.lora") {
+    if (!value.IsMap()) return Bad(where, "expected a mapping {rank, alpha, targets}");
+    return WalkMap(job, value, key, file);
+  }
+  if (key == "training.lora.targets" && value.IsSequence()) {
+    std::string joined;
+    for (const auto& item : value) {
+      if (!item.IsScalar()) return Bad(At(file, item, key), "expected a list of names");
+      joined += (joined.empty() ? "" : ",") + item.Scalar();
+    }
+    if (joined.empty()) return Bad(where, "must name at least one target");
+    const KeyEntry* e = FindEntry(key);
+    GPUPLAN_RETURN_IF_ERROR(e->set(job, joined, where));
+    job.set_keys[key] = where;
+    return Status::Ok();
+  }
+  const KeyEntry* e = FindEntry(key);
+  if (e == nullptr) return Bad(where, "unknown key" + SuggestKey(key));
+  if (!value.IsScalar()) return Bad(where, "expected a single value, got a " + std::string(value.IsMap() ? "mapping" : value.IsSequence() ? "list" : "null"));
+  GPUPLAN_RETURN_IF_ERROR(e->set(job, value.Scalar(), where));
+  job.set_keys[key] = where;
+  return Status::Ok();
+}
+
+Status WalkMap(Job& job, const YAML::Node& map, const std::string& prefix, const std::string& file) {
+  for (auto it = map.begin(); it != map.end(); ++it) {
+    if (!it->first.IsScalar()) return Bad(At(file, it->first, prefix), "keys must be plain names");
+    const std::string key = prefix + "." + it->first.Scalar();
+    GPUPLAN_RETURN_IF_ERROR(SetFromNode(job, key, it->second, file));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+const std::vector<JobKey>& JobKeys() {
+  static const std::vector<JobKey> keys = [] {
+    std::vector<JobKey> k;
+    for (const auto& e : Entries()) k.push_back(e.key);
+    return k;
+  }();
+  return keys;
+}
+
+const JobKey* FindJobKeyByFlag(const std::string& flag) {
+  for (const auto& k : JobKeys())
+    if (k.flag == flag) return &k;
+  return nullptr;
+}
+
+const JobKey* FindJobKey(const std::string& key) {
+  for (const auto& k : JobKeys())
+    if (k.key == key) return &k;
+  return nullptr;
+}
+
+Status SetJobKey(Job& job, const std::string& key, const std::string& value, const Location& where) {
+  const KeyEntry* e = FindEntry(key);
+  if (e == nullptr) return Bad(where, "unknown key" + SuggestKey(key));
+  GPUPLAN_RETURN_IF_ERROR(e->set(job, value, where));
+  job.set_keys[key] = where;
+  return Status::Ok();
+}
+
+Result<Job> ParseJobText(const std::string& text, const std::string& file) {
+  Job job;
+  job.source = file;
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& ex) {
+    return Bad({file, ex.mark.line >= 0 ? ex.mark.line + 1 : 0, ""}, "cannot parse: " + ex.msg);
+  }
+  if (!root.IsMap()) return Bad({file, 1, ""}, "a job file is a mapping with sections model, training, parallel, cluster (and constraints)");
+  // Order: model first (a preset/config replaces the whole arch; inline fields then refine it).
+  static const char* kSections[] = {"model", "training", "parallel", "cluster", "constraints"};
+  try {
+    for (auto it = root.begin(); it != root.end(); ++it) {
+      const std::string sec = it->first.IsScalar() ? it->first.Scalar() : "";
+      bool known = false;
+      for (const char* s : kSections) known |= sec == s;
+      if (!known) return Bad(At(file, it->first, sec), "unknown section (expected model, training, parallel, cluster, constraints)");
+      if (!it->second.IsMap()) return Bad(At(file, it->second, sec), "expected a mapping");
+    }
+    const YAML::Node model = root["model"];
+    if (model) {
+      // The sources of a whole architecture go first, whatever their order in the file.
+      int sources = 0;
+      for (const char* k : {"preset", "config", "params"}) {
+        if (model[k]) {
+          ++sources;
+          GPUPLAN_RETURN_IF_ERROR(SetFromNode(job, std::string("model.") + k, model[k], file));
+        }
+      }
+      if (sources > 1) return Bad(At(file, model, "model"), "give one of preset, config or params, not several");
+      for (auto it = model.begin(); it != model.end(); ++it) {
+        const std::string k = it->first.Scalar();
+        if (k == "preset" || k == "config" || k == "params") continue;
+        GPUPLAN_RETURN_IF_ERROR(SetFromNode(job, "model." + k, it->second, file));
+      }
+    }
+    for (const char* sec : {"training", "parallel", "cluster"}) {
+      if (root[sec]) GPUPLAN_RETURN_IF_ERROR(WalkMap(job, root[sec], sec, file));
+    }
+  } catch (const YAML::Exception& ex) {
+    return Bad({file, ex.mark.line >= 0 ? ex.mark.line + 1 : 0, ""}, "cannot read: " + ex.msg);
+  }
+  return job;
+}
+
+Result<Job> ParseJobFile(const std::string& path) {
+  auto text = ReadTextFile(path);
+  if (!text.ok()) return text.status();
+  return ParseJobText(*text, path);
+}
+
+Status FinalizeJob(Job& job) {
+  auto loc = [&](const std::string& key) {
+    auto it = job.set_keys.find(key);
+    if (it != job.set_keys.end()) return it->second;
+    return Location{job.source, 0, key};
+  };
+  if (job.arch.layers == 0 && job.arch.params_override == 0)
+    return Bad(loc("model"), "no model: give model.preset, model.config, model.params or the shape (layers, hidden, heads, vocab)");
+  GPUPLAN_RETURN_IF_ERROR(ValidateArch(job.arch, loc("model")));
+  const Arch& a = job.arch;
+  ParallelSpec& p = job.parallel;
+  ClusterSpec& c = job.cluster;
+  TrainingSpec& t = job.training;
+  if (a.params_override == 0) {
+    if (a.heads % p.tp != 0)
+      return Bad(loc("parallel.tp"), "tp=" + std::to_string(p.tp) + " does not divide heads=" + std::to_string(a.heads));
+    if (a.KvHeads() % p.tp != 0 && p.tp % a.KvHeads() != 0)
+      return Bad(loc("parallel.tp"), "tp=" + std::to_string(p.tp) + " and kv_heads=" + std::to_string(a.KvHeads()) + " must divide one another");
+    // Stages may hold uneven layer counts (torchtitan splits 126 layers over 8 stages); a stage
+    // needs at least one layer per virtual stage.
+    if (p.pp * p.vpp > a.layers)
+      return Bad(loc(p.vpp > 1 ? "parallel.vpp" : "parallel.pp"), "pp*vpp=" + std::to_string(p.pp * p.vpp) + " exceeds layers=" + std::to_string(a.layers));
+  }
+  if (p.vpp > 1 && p.pp == 1) return Bad(loc("parallel.vpp"), "interleaving (vpp > 1) needs pp > 1");
+  if (t.seq_len % p.cp != 0)
+    return Bad(loc("parallel.cp"), "cp=" + std::to_string(p.cp) + " does not divide seq_len=" + std::to_string(t.seq_len));
+  if (p.ep > 1 && (!a.IsMoe() || a.experts % p.ep != 0))
+    return Bad(loc("parallel.ep"), a.IsMoe() ? "ep must divide experts=" + std::to_string(a.experts) : "ep > 1 needs a MoE model");
+  if (p.sequence_parallel && p.tp == 1)
+    return Bad(loc("parallel.sequence_parallel"), "sequence parallel needs tp > 1");
+  const int64_t model_parallel = p.tp * p.pp * p.cp;
+  if (p.dp == 0) {
+    if (c.num_gpus == 0) {
+      p.dp = 1;
+    } else {
+      if (c.num_gpus % model_parallel != 0)
+        return Bad(loc("cluster.num_gpus"), "num_gpus=" + std::to_string(c.num_gpus) + " is not a multiple of tp*pp*cp=" + std::to_string(model_parallel));
+      p.dp = c.num_gpus / model_parallel;
+    }
+  }
+  if (c.num_gpus == 0) c.num_gpus = model_parallel * p.dp;
+  if (p.dp * model_parallel != c.num_gpus)
+    return Bad(loc("parallel.dp"), "dp*tp*pp*cp = " + std::to_string(p.dp * model_parallel) + " but num_gpus = " + std::to_string(c.num_gpus));
+  if (p.ep > p.dp * p.tp) return Bad(loc("parallel.ep"), "ep must be <= dp*tp");
+  if (c.gpus_per_node > c.num_gpus) c.gpus_per_node = c.num_gpus;
+  if (t.global_batch == 0) t.global_batch = t.micro_batch * p.dp;
+  if (t.global_batch % (t.micro_batch * p.dp) != 0)
+    return Bad(loc("training.global_batch"), "global_batch=" + std::to_string(t.global_batch) + " is not a multiple of micro_batch*dp=" + std::to_string(t.micro_batch * p.dp));
+  if ((t.method == Method::kLora || t.method == Method::kQlora) && a.params_override > 0)
+    return Bad(loc("training.method"), "LoRA needs the model's shape, not a raw parameter count");
+  if (t.precision == Precision::kFp32 && t.method == Method::kQlora)
+    return Bad(loc("training.precision"), "QLoRA computes in bf16/fp16; fp32 is not a QLoRA setting");
+  return Status::Ok();
+}
+
+int64_t GradAccumSteps(const Job& job) {
+  return job.training.global_batch / (job.training.micro_batch * job.parallel.dp);
+}
+
+std::string ToString(Method m) {
+  switch (m) {
+    case Method::kPretrain: return "pretrain";
+    case Method::kFull: return "full";
+    case Method::kLora: return "lora";
+    case Method::kQlora: return "qlora";
+  }
+  return "full";
+}
+std::string ToString(Precision p) {
+  switch (p) {
+    case Precision::kFp32: return "fp32";
+    case Precision::kFp16: return "fp16";
+    case Precision::kBf16: return "bf16";
+    case Precision::kFp8: return "fp8";
+  }
+  return "bf16";
+}
+std::string ToString(Optimizer o) {
+  switch (o) {
+    case Optimizer::kAdamW: return "adamw";
+    case Optimizer::kAdamW8bit: return "adamw-8bit";
+    case Optimizer::kSgd: return "sgd";
+  }
+  return "adamw";
+}
+std::string ToString(Recompute r) {
+  switch (r) {
+    case Recompute::kNone: return "none";
+    case Recompute::kSelective: return "selective";
+    case Recompute::kFull: return "full";
+  }
+  return "none";
+}
+std::string ToString(Offload o) {
+  switch (o) {
+    case Offload::kNone: return "none";
+    case Offload::kOptimizer: return "optimizer";
+    case Offload::kOptimizerParams: return "optimizer+params";
+  }
+  return "none";
+}
+
+}  // namespace gpuplan

@@ -1,0 +1,437 @@
+// Training memory per GPU. Each block cites the section of docs/model/memory.md it mirrors.
+#include "gpuplan/memory.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace gpuplan {
+
+namespace {
+
+std::string Fmt(const char* format, double a, double b = 0, double c = 0, double d = 0) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, format, a, b, c, d);
+  return buf;
+}
+
+bool IsLora(const Job& j) {
+  return j.training.method == Method::kLora || j.training.method == Method::kQlora;
+}
+
+// §2.4 QLoRA: NF4 (4 bits) + double-quantized constants: 8-bit absmax per 64 weights and an
+// fp32 constant per 256 blocks -> 8/64 + 32/(64*256) bits (Dettmers et al. 2023 §3).
+constexpr double kNf4BytesPerParam = 0.5;
+constexpr double kNf4ConstBytesPerParam = (8.0 / 64.0 + 32.0 / (64.0 * 256.0)) / 8.0;
+
+struct StageParams {
+  double dense = 0;   // parameters on this GPU that shard over dp*cp (after TP/PP split)
+  double expert = 0;  // routed-expert parameters on this GPU (shard over dp*cp/ep)
+  double linear = 0;  // of which: matrices of linear layers (quantizable by QLoRA)
+  double layer = 0;   // one transformer layer's parameters on this GPU (for gather buffers)
+  double largest_matrix = 0;
+  int64_t layers = 0;
+  int64_t moe_layers = 0;
+};
+
+// §1.2: what one GPU holds after tensor, pipeline and expert parallelism.
+StageParams ParamsOnGpu(const Job& job, int stage) {
+  const Arch& a = job.arch;
+  const ParamCounts pc = CountParams(a);
+  const double t = static_cast<double>(job.parallel.tp);
+  const int64_t pp = job.parallel.pp;
+  const double ep = static_cast<double>(job.parallel.ep);
+  StageParams sp;
+  sp.layers = (a.layers + pp - 1) / pp;  // uneven splits: the fuller stages hold ceil(L/pp)
+  // Dense layers come first (DeepSeek-style); count the MoE layers that fall on this stage.
+  const int64_t first = std::min<int64_t>(a.layers - sp.layers, stage * sp.layers), last = first + sp.layers;
+  const int64_t dense_end = a.layers - a.MoeLayers();
+  sp.moe_layers = std::max<int64_t>(0, last - std::max(first, dense_end));
+  const int64_t dense_layers = sp.layers - sp.moe_layers;
+  const double attn = pc.attn_per_layer / t, norm = static_cast<double>(pc.norm_per_layer);
+  const double dense_layer = attn + pc.dense_mlp_per_layer / t + norm;
+  const double moe_nonexpert = attn + norm + pc.router_per_layer + pc.shared_expert_per_layer / t;
+  const double experts = pc.expert_per_layer / (ep * t);
+  sp.dense = dense_layers * dense_layer + sp.moe_layers * moe_nonexpert;
+  sp.expert = sp.moe_layers * experts;
+  sp.linear = dense_layers * (attn + pc.dense_mlp_per_layer / t) +
+              sp.moe_layers * (attn + pc.shared_expert_per_layer / t + experts);
+  sp.layer = sp.moe_layers > 0 ? moe_nonexpert + experts : dense_layer;
+  sp.largest_matrix =
+      std::max(static_cast<double>(a.hidden) * a.Ffn(), static_cast<double>(a.hidden) * a.QDim()) / t;
+  if (stage == 0) sp.dense += pc.embedding / t;
+  if (stage == pp - 1) {
+    sp.dense += pc.final_norm;
+    // A tied head on a different stage than the embedding keeps its own copy (Megatron).
+    if (!a.tied_embeddings) sp.dense += pc.lm_head / t;
+    else if (pp > 1) sp.dense += static_cast<double>(a.vocab) * a.hidden / t;
+  }
+  return sp;
+}
+
+// §3.1 norms: LayerNorm (fused) keeps its input, the next linear keeps its output: 2 x sbh.
+// RMSNorm as written in Llama-style code (x * rsqrt(mean(x^2)) * w) also keeps x-hat: 3 x sbh.
+double NormSavedPerToken(const Arch& a) { return a.norm == NormKind::kLayerNorm ? 2.0 : 3.0; }
+double NormStatsBytesPerToken(const Arch& a) { return a.norm == NormKind::kLayerNorm ? 8.0 : 4.0; }
+
+double ShardDp(const Job& job) { return static_cast<double>(job.parallel.dp * job.parallel.cp); }
+double ShardExpert(const Job& job) {
+  return std::max(1.0, ShardDp(job) / static_cast<double>(job.parallel.ep));
+}
+
+}  // namespace
+
+double ActivationBytesPerElement(Precision p) { return p == Precision::kFp32 ? 4.0 : 2.0; }
+
+// §2.1 (ZeRO paper §3.1: mixed precision keeps fp16/bf16 weights and gradients and an fp32
+// master copy with Adam's m and v: 2 + 2 + 12 = 16 bytes per parameter).
+double WeightBytesPerParam(const Job& j) { return j.training.precision == Precision::kFp32 ? 4 : 2; }
+double GradBytesPerParam(const Job& j) {
+  return (j.training.precision == Precision::kFp32 || j.training.fp32_grads) ? 4 : 2;
+}
+double OptimizerBytesPerParam(const Job& j) {
+  const double master = j.training.precision == Precision::kFp32 ? 0 : 4;  // fp32 master copy
+  switch (j.training.optimizer) {
+    case Optimizer::kAdamW: return master + 8;      // m, v in fp32
+    case Optimizer::kAdamW8bit: return master + 2;  // m, v in 8 bits (bitsandbytes, blockwise)
+    case Optimizer::kSgd: return master + 4;        // momentum in fp32
+  }
+  return master + 8;
+}
+
+// §3: saved activations of one layer for one micro-batch.
+LayerActivation LayerActivationBytes(const Job& job, bool moe_layer) {
+  const Arch& a = job.arch;
+  const TrainingSpec& tr = job.training;
+  const double t = static_cast<double>(job.parallel.tp);
+  const double s_local = static_cast<double>(tr.seq_len) / job.parallel.cp;
+  const double s_full = static_cast<double>(tr.seq_len);
+  const double b = static_cast<double>(tr.micro_batch);
+  const double ab = ActivationBytesPerElement(tr.precision);
+  const double rep = job.parallel.sequence_parallel ? t : 1.0;  // replicated across TP unless SP
+  const double sb = s_local * b;
+  const double sbh = sb * a.hidden;
+  const bool flash = tr.flash_attention;
+  const double heads_local = a.heads / t;
+
+  // §3.1 attention block
+  const double norm_io = 2 * NormSavedPerToken(a) * sbh / rep * ab;  // 2 norms (input, output[, x-hat])
+  const double norm_stats = 2 * NormStatsBytesPerToken(a) * sb / rep;  // fp32 rstd (+ mean)
+  const double q = sb * a.QDim() / t * ab;
+  const double kv = 2 * sb * (flash ? a.KvDim() : a.QDim()) / t * ab;  // eager attention repeats kv heads
+  const double ctx = sb * a.QDim() / t * ab;                        // o_proj input / attention output
+  // Eager softmax runs in fp32 and keeps its output; a 16-bit run also keeps the cast copy.
+  const double score_bytes = 4 + (ab < 4 ? ab : 0);
+  const double scores = flash ? 0 : heads_local * s_local * s_full * b * score_bytes;
+  const double lse = flash ? heads_local * sb * 4 : 0;              // flash: fp32 log-sum-exp
+  double dropout = 0, dropout_scores = 0;
+  if (a.dropout) {
+    dropout = 2 * sbh / rep * 1;                                    // two 1-byte masks
+    if (!flash) dropout_scores = heads_local * s_local * s_full * b * (1 + ab);  // mask + output
+  }
+  // §3.2 MLP block
+  const double per_expert_factor = a.mlp == MlpKind::kSwiGlu ? 4 : 2;  // swiglu: gate,up,silu,prod
+  double mlp = 0;
+  if (moe_layer) {
+    const double k = static_cast<double>(a.experts_per_token);
+    mlp = (k + a.shared_experts) * per_expert_factor * sb * a.MoeFfn() / t * ab  // expert intermediates
+          + k * sbh / rep * ab                                                   // permuted inputs
+          + sb * a.experts * 4;                                                  // fp32 router logits
+  } else {
+    mlp = per_expert_factor * sb * a.Ffn() / t * ab;
+  }
+  // §3.3 LoRA adapters: the rank-r intermediate of every adapted projection.
+  double lora = 0;
+  if (job.training.method == Method::kLora || job.training.method == Method::kQlora) {
+    int targets = 0;
+    for (const auto& name : {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}) {
+      for (const auto& tgt : job.training.lora.targets)
+        if (tgt == name || tgt == "all-linear") ++targets;
+    }
+    lora = targets * sb * tr.lora.rank * ab;
+  }
+
+  LayerActivation out;
+  out.full_bytes = norm_io + norm_stats + q + kv + ctx + scores + lse + dropout + dropout_scores + mlp + lora;
+  switch (tr.recompute) {
+    case Recompute::kNone:
+      out.saved_bytes = out.full_bytes;
+      break;
+    case Recompute::kSelective:
+      if (!flash) {
+        // Korthikanti et al. 2022 §4.2: recompute the attention core (the s^2 terms) only.
+        out.saved_bytes = out.full_bytes - scores - dropout_scores;
+      } else {
+        // §3.4 op-level selective checkpointing (torchtitan): keep the layer input, the
+        // attention output and every other matmul output; recompute norms and pointwise ops.
+        std::vector<double> mm = {sb * a.QDim() / t, sb * a.KvDim() / t, sb * a.KvDim() / t,
+                                  sbh / rep};
+        const double f = moe_layer ? a.MoeFfn() * (a.experts_per_token + a.shared_experts) : a.Ffn();
+        if (a.mlp == MlpKind::kSwiGlu) mm.push_back(sb * f / t);
+        mm.push_back(sb * f / t);
+        mm.push_back(sbh / rep);
+        double kept = 0;
+        for (size_t i = 0; i < mm.size(); i += 2) kept += mm[i];
+        out.saved_bytes = (sbh / rep + kept) * ab + ctx + lse + lora + dropout;
+      }
+      break;
+    case Recompute::kFull:
+      // Only the layer input is kept (Korthikanti et al. 2022 §4.1: 2sbh per layer).
+      out.saved_bytes = sbh / rep * ab;
+      break;
+  }
+  return out;
+}
+
+MemoryBreakdown EstimateMemoryForStage(const Job& job, int stage, const Calibration& cal) {
+  MemoryBreakdown m;
+  const Arch& a = job.arch;
+  const TrainingSpec& tr = job.training;
+  const ParallelSpec& par = job.parallel;
+  const StageParams sp = ParamsOnGpu(job, stage);
+  const ParamCounts pc = CountParams(a);
+  m.stage = stage;
+  m.total_params = pc.total;
+  m.params_on_gpu = sp.dense + sp.expert;
+  const double shard = ShardDp(job), eshard = ShardExpert(job);
+  const double wb = WeightBytesPerParam(job), gb = GradBytesPerParam(job), ob = OptimizerBytesPerParam(job);
+  auto add = [&](const char* cat, std::string name, double bytes, std::string formula) {
+    if (bytes <= 0) return;
+    m.items.push_back({cat, std::move(name), bytes, std::move(formula)});
+  };
+  // §2.2 ZeRO: stage 1 shards optimizer states, 2 also gradients, 3 also weights, over dp*cp.
+  auto sharded = [&](double bytes_per_param, int from_stage) {
+    const bool on = par.zero >= from_stage;
+    return bytes_per_param * (sp.dense / (on ? shard : 1.0) + sp.expert / (on ? eshard : 1.0));
+  };
+  const char* zero_note = par.zero > 0 ? " / (dp*cp) under ZeRO" : "";
+
+  if (!IsLora(job)) {
+    m.trainable_params = pc.total;
+    if (par.offload == Offload::kOptimizerParams) {
+      m.host_bytes += sharded(wb, 3);
+    } else {
+      m.weights_bytes = sharded(wb, 3);
+      add("weights", "weights (" + ToString(tr.precision == Precision::kFp32 ? Precision::kFp32 : Precision::kBf16) + ")",
+          m.weights_bytes, Fmt("%.0f B x %.4g params", wb, sp.dense + sp.expert) + (par.zero >= 3 ? zero_note : ""));
+    }
+    m.gradients_bytes = sharded(gb, 2);
+    add("gradients", gb == 4 ? "gradients (fp32)" : "gradients (16-bit)", m.gradients_bytes,
+        Fmt("%.0f B x %.4g params", gb, sp.dense + sp.expert) + (par.zero >= 2 ? zero_note : ""));
+    const double opt = sharded(ob, 1);
+    if (par.offload != Offload::kNone) {
+      m.host_bytes += opt;
+    } else {
+      m.optimizer_bytes = opt;
+      add("optimizer", "optimizer states (" + ToString(tr.optimizer) + (wb == 2 ? ", fp32 master" : "") + ")",
+          opt, Fmt("%.0f B x %.4g params", ob, sp.dense + sp.expert) + (par.zero >= 1 ? zero_note : ""));
+    }
+  } else {
+    // §2.4 LoRA: frozen base in the compute dtype (QLoRA: NF4 linears), trainable adapters with
+    // mixed-precision AdamW state.
+    const double base_div = par.zero >= 3 ? shard : 1.0;
+    const double params_gpu = sp.dense + sp.expert;
+    double base = 0;
+    if (tr.method == Method::kQlora) {
+      base = sp.linear * (kNf4BytesPerParam + kNf4ConstBytesPerParam) + (params_gpu - sp.linear) * wb;
+      add("weights", "frozen base (NF4 linears + quantization constants, 16-bit rest)", base / base_div,
+          Fmt("%.4g linear params x %.4f B + %.4g other x %.0f B", sp.linear,
+              kNf4BytesPerParam + kNf4ConstBytesPerParam, params_gpu - sp.linear, wb));
+    } else {
+      base = params_gpu * wb;
+      add("weights", "frozen base weights", base / base_div, Fmt("%.0f B x %.4g params", wb, params_gpu));
+    }
+    const double lora_total = static_cast<double>(CountLoraParams(a, tr.lora));
+    m.trainable_params = static_cast<int64_t>(lora_total);
+    const double adapters = lora_total * sp.layers / a.layers / par.tp;
+    const double adapter_w = adapters * wb / (par.zero >= 3 ? shard : 1.0);
+    add("weights", "LoRA adapters", adapter_w, Fmt("%.0f B x %.4g adapter params", wb, adapters));
+    m.weights_bytes = base / base_div + adapter_w;
+    m.gradients_bytes = adapters * gb / (par.zero >= 2 ? shard : 1.0);
+    add("gradients", "adapter gradients", m.gradients_bytes, Fmt("%.0f B x %.4g", gb, adapters));
+    const double opt = adapters * ob / (par.zero >= 1 ? shard : 1.0);
+    if (par.offload != Offload::kNone) {
+      m.host_bytes += opt;
+    } else {
+      m.optimizer_bytes = opt;
+      add("optimizer", "adapter optimizer states", opt, Fmt("%.0f B x %.4g", ob, adapters));
+    }
+  }
+
+  // §3.5 activations: layers on this stage x micro-batches in flight (1F1B: pp - stage).
+  const int64_t accum = std::max<int64_t>(1, GradAccumSteps(job));
+  m.inflight_microbatches = std::min<int64_t>(par.pp - stage, accum);
+  double interleave = 1.0;
+  if (par.vpp > 1 && stage == 0 && accum >= par.pp)
+    interleave = 1.0 + static_cast<double>(par.pp - 1) / static_cast<double>(par.pp * par.vpp);
+  const LayerActivation dense_act = LayerActivationBytes(job, false);
+  const LayerActivation moe_act = a.IsMoe() ? LayerActivationBytes(job, true) : dense_act;
+  const double per_mb = (sp.layers - sp.moe_layers) * dense_act.saved_bytes + sp.moe_layers * moe_act.saved_bytes;
+  const double inflight = static_cast<double>(m.inflight_microbatches) * interleave;
+  m.activations_bytes = per_mb * inflight;
+  add("activations", "transformer layers (" + ToString(tr.recompute) + " recompute)", m.activations_bytes,
+      Fmt("%.4g B/layer x %.0f layers x %.3g micro-batches in flight", dense_act.saved_bytes,
+          static_cast<double>(sp.layers), inflight));
+  const double s_local = static_cast<double>(tr.seq_len) / par.cp;
+  const double sb = s_local * tr.micro_batch;
+  const double t = static_cast<double>(par.tp);
+  const double ab = ActivationBytesPerElement(tr.precision);
+  const double rep = par.sequence_parallel ? t : 1.0;
+  if (stage == 0) {
+    // int64 token ids saved by the embedding (+ position ids for a learned position table).
+    const double ids = (sb * 8 + (a.position == PositionKind::kLearned ? s_local * 8 : 0)) * inflight;
+    m.activations_bytes += ids;
+    add("activations", "token ids (int64)", ids, Fmt("8 B x %.4g tokens", sb * inflight));
+  }
+  double loss_transient = 0;
+  if (stage == par.pp - 1) {
+    // §3.6 output: final norm input/output and fp32 log-probabilities of the cross-entropy.
+    const double head = NormSavedPerToken(a) * sb * a.hidden / rep * ab + NormStatsBytesPerToken(a) * sb / rep +
+                        4 * sb * a.vocab / t + 8 * sb;  // + int64 targets
+    m.activations_bytes += head;
+    add("activations", "final norm + fp32 log-probs (cross-entropy)", head,
+        Fmt("%.0f x %.4g x %.0f B + 4 B x %.4g x vocab / tp", NormSavedPerToken(a), sb * a.hidden, ab, sb));
+    loss_transient = 8 * sb * a.vocab / t;  // two fp32 logit-sized gradients in loss backward
+  }
+
+  // §4 temporary buffers: the largest transient of the backward pass plus sharding buffers.
+  const double recompute_ws =
+      tr.recompute == Recompute::kFull ? (sp.moe_layers > 0 ? moe_act.full_bytes : dense_act.full_bytes)
+      : tr.recompute == Recompute::kSelective ? dense_act.full_bytes - dense_act.saved_bytes
+                                              : 0;
+  const double transient = std::max(loss_transient, recompute_ws);
+  if (transient > 0) {
+    m.buffers_bytes += transient;
+    add("buffers", loss_transient >= recompute_ws ? "logits gradients (loss backward, fp32)" : "recompute working set (one layer)",
+        transient, loss_transient >= recompute_ws ? Fmt("8 B x %.4g tokens x vocab %.0f / tp", sb, static_cast<double>(a.vocab))
+                                                  : "one layer's activations rebuilt in backward");
+  }
+  const bool gathers = (par.zero >= 3 && shard > 1) || par.offload == Offload::kOptimizerParams;
+  if (gathers && par.pp > 1) {
+    // §4.2 FSDP with pipeline parallelism (torchtitan): parameters stay unsharded between the
+    // micro-batches of a step (reshard_after_forward=False) and gradients accumulate unsharded
+    // until the last micro-batch's reduce-scatter: the whole stage in the compute dtype, twice.
+    const double stage_params = sp.dense + sp.expert;
+    const double g = stage_params * (wb + (IsLora(job) ? 0 : wb));
+    m.buffers_bytes += g;
+    add("buffers", "FSDP+PP: unsharded stage weights + accumulated unsharded grads", g,
+        Fmt("%.4g params x (%.0f B + %.0f B)", stage_params, wb, IsLora(job) ? 0.0 : wb));
+  } else if (gathers) {
+    const double layers = cal.Get("zero3_prefetch_layers");
+    const double g = sp.layer * (layers * wb + (IsLora(job) ? 0 : gb));
+    m.buffers_bytes += g;
+    add("buffers", "ZeRO-3/FSDP unsharded layers (gathered weights + unsharded grads)", g,
+        Fmt("%.0f layers x %.4g params x %.0f B + grads of one layer", layers, sp.layer, wb));
+  } else if ((par.zero == 1 || par.zero == 2) && shard > 1 && !IsLora(job)) {
+    const double bucket = std::min(cal.Get("zero_bucket_elements"), sp.dense + sp.expert) * gb;
+    m.buffers_bytes += bucket;
+    add("buffers", "ZeRO reduce bucket", bucket, Fmt("min(%.3g elements, params) x %.0f B", cal.Get("zero_bucket_elements"), gb));
+  }
+  if (tr.method == Method::kQlora) {
+    const double deq = sp.largest_matrix * wb;
+    m.buffers_bytes += deq;
+    add("buffers", "QLoRA dequantized matrix", deq, Fmt("largest matrix %.4g params x %.0f B", sp.largest_matrix, wb));
+  }
+
+  // §5 runtime overhead and allocator headroom.
+  const double allocated = m.weights_bytes + m.gradients_bytes + m.optimizer_bytes + m.activations_bytes + m.buffers_bytes;
+  const double ctx = cal.Get("cuda_context_bytes");
+  const double nccl = job.cluster.num_gpus > 1 ? cal.Get("nccl_buffers_bytes") : 0;
+  const double frag = cal.Get("allocator_fragmentation") * allocated;
+  m.overhead_bytes = ctx + nccl + frag;
+  add("overhead", "CUDA context + kernels", ctx, "calibration cuda_context_bytes");
+  add("overhead", "NCCL communicator buffers", nccl, "calibration nccl_buffers_bytes");
+  add("overhead", "caching-allocator headroom", frag, Fmt("%.2f x allocated", cal.Get("allocator_fragmentation")));
+  m.total_bytes = allocated + m.overhead_bytes;
+  return m;
+}
+
+MemoryBreakdown EstimateMemory(const Job& job, const Calibration& cal) {
+  MemoryBreakdown best = EstimateMemoryForStage(job, 0, cal);
+  if (job.parallel.pp > 1) {
+    MemoryBreakdown last = EstimateMemoryForStage(job, static_cast<int>(job.parallel.pp - 1), cal);
+    if (last.total_bytes > best.total_bytes) best = std::move(last);
+  }
+  return best;
+}
+
+std::vector<MemorySuggestion> SuggestMemorySavings(const Job& job, double capacity_bytes, const Calibration& cal) {
+  std::vector<MemorySuggestion> out;
+  const double base = EstimateMemory(job, cal).total_bytes;
+  auto consider = [&](const std::string& step, const std::string& change, Job j) {
+    if (!FinalizeJob(j).ok()) return;
+    MemorySuggestion s;
+    s.step = step;
+    s.change = change;
+    s.total_bytes = EstimateMemory(j, cal).total_bytes;
+    s.saved_bytes = base - s.total_bytes;
+    s.fits = s.total_bytes <= capacity_bytes;
+    s.num_gpus = j.cluster.num_gpus;
+    if (s.saved_bytes > 0) out.push_back(s);
+  };
+  const TrainingSpec& tr = job.training;
+  const ParallelSpec& par = job.parallel;
+  if (tr.precision == Precision::kFp32) {
+    Job j = job;
+    j.training.precision = Precision::kBf16;
+    consider("mixed precision (bf16)", "training.precision=bf16", j);
+  }
+  if (tr.recompute != Recompute::kFull) {
+    if (tr.recompute == Recompute::kNone) {
+      Job j = job;
+      j.training.recompute = Recompute::kSelective;
+      consider("selective activation recompute", "training.recompute=selective", j);
+    }
+    Job j = job;
+    j.training.recompute = Recompute::kFull;
+    consider("full activation recompute", "training.recompute=full", j);
+  }
+  if (tr.micro_batch > 1) {
+    Job j = job;
+    j.training.micro_batch = 1;
+    consider("micro-batch 1 with gradient accumulation (same global batch)", "training.micro_batch=1", j);
+  }
+  for (int z = par.zero + 1; z <= 3 && par.dp * par.cp > 1; ++z) {
+    Job j = job;
+    j.parallel.zero = z;
+    consider("ZeRO stage " + std::to_string(z) + (z == 3 ? " (FSDP full shard)" : ""),
+             "parallel.zero=" + std::to_string(z), j);
+  }
+  if (par.offload == Offload::kNone) {
+    Job j = job;
+    j.parallel.offload = Offload::kOptimizer;
+    consider("offload optimizer states to CPU (ZeRO-Offload)", "parallel.offload=optimizer", j);
+    j.parallel.offload = Offload::kOptimizerParams;
+    consider("offload optimizer and parameters to CPU (ZeRO-Infinity)", "parallel.offload=optimizer+params", j);
+  }
+  if (tr.method == Method::kFull || tr.method == Method::kPretrain) {
+    if (job.arch.params_override == 0) {
+      Job j = job;
+      j.training.method = Method::kLora;
+      consider("LoRA (frozen base, rank " + std::to_string(tr.lora.rank) + " adapters)", "training.method=lora", j);
+      j.training.method = Method::kQlora;
+      consider("QLoRA (4-bit NF4 base)", "training.method=qlora", j);
+    }
+  } else if (tr.method == Method::kLora) {
+    Job j = job;
+    j.training.method = Method::kQlora;
+    consider("QLoRA (4-bit NF4 base)", "training.method=qlora", j);
+  }
+  // More GPUs (only when it does not fit): the smallest data-parallel size with ZeRO-3 that fits.
+  for (int64_t dp = par.dp * 2; base > capacity_bytes && dp <= 4096; dp *= 2) {
+    Job j = job;
+    j.parallel.dp = dp;
+    j.parallel.zero = 3;
+    j.cluster.num_gpus = dp * par.tp * par.pp * par.cp;
+    j.training.global_batch = 0;
+    if (!FinalizeJob(j).ok()) break;
+    if (EstimateMemory(j, cal).total_bytes <= capacity_bytes) {
+      consider("shard over " + std::to_string(j.cluster.num_gpus) + " GPUs with ZeRO-3/FSDP",
+               "parallel.dp=" + std::to_string(dp) + " parallel.zero=3", j);
+      break;
+    }
+  }
+  return out;
+}
+
+}  // namespace gpuplan

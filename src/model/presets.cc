@@ -1,0 +1,85 @@
+// Built-in model presets, read from data/models.csv (compiled in).
+#include <algorithm>
+#include <cctype>
+
+#include "gpuplan/arch.h"
+#include "gpuplan/csv.h"
+#include "gpuplan/data.h"
+
+namespace gpuplan {
+
+namespace {
+
+Result<Arch> ArchFromRow(const CsvRecord& r) {
+  Arch a;
+  a.name = r.Str("id");
+  auto num = [&](const char* col, int64_t& out) -> Status {
+    auto v = r.Number(col);
+    if (!v.ok()) return v.status();
+    out = static_cast<int64_t>(*v);
+    return Status::Ok();
+  };
+  GPUPLAN_RETURN_IF_ERROR(num("layers", a.layers));
+  GPUPLAN_RETURN_IF_ERROR(num("hidden", a.hidden));
+  GPUPLAN_RETURN_IF_ERROR(num("heads", a.heads));
+  GPUPLAN_RETURN_IF_ERROR(num("kv_heads", a.kv_heads));
+  GPUPLAN_RETURN_IF_ERROR(num("head_dim", a.head_dim));
+  GPUPLAN_RETURN_IF_ERROR(num("ffn_hidden", a.ffn_hidden));
+  GPUPLAN_RETURN_IF_ERROR(num("vocab", a.vocab));
+  GPUPLAN_RETURN_IF_ERROR(num("max_positions", a.max_positions));
+  GPUPLAN_RETURN_IF_ERROR(num("experts", a.experts));
+  GPUPLAN_RETURN_IF_ERROR(num("experts_per_token", a.experts_per_token));
+  GPUPLAN_RETURN_IF_ERROR(num("shared_experts", a.shared_experts));
+  GPUPLAN_RETURN_IF_ERROR(num("moe_ffn_hidden", a.moe_ffn_hidden));
+  GPUPLAN_RETURN_IF_ERROR(num("dense_layers", a.dense_layers));
+  a.mlp = r.Str("mlp") == "gelu" ? MlpKind::kGelu : MlpKind::kSwiGlu;
+  a.norm = r.Str("norm") == "layernorm" ? NormKind::kLayerNorm : NormKind::kRmsNorm;
+  std::string pos = r.Str("position");
+  a.position = pos == "learned" ? PositionKind::kLearned
+               : pos == "alibi" ? PositionKind::kAlibi
+                                : PositionKind::kRotary;
+  for (auto [col, field] : {std::pair{"norm_bias", &a.norm_bias}, {"linear_bias", &a.linear_bias},
+                            {"qkv_bias", &a.qkv_bias}, {"tied_embeddings", &a.tied_embeddings}}) {
+    auto b = r.YesNo(col);
+    if (!b.ok()) return b.status();
+    *field = *b;
+  }
+  GPUPLAN_RETURN_IF_ERROR(ValidateArch(a, r.Where("")));
+  return a;
+}
+
+std::vector<Arch> LoadPresets() {
+  std::vector<Arch> out;
+  auto t = ParseCsv(std::string(EmbeddedData("models.csv")), "data/models.csv");
+  if (!t.ok()) return out;  // covered by a unit test: the shipped file always parses
+  for (const auto& row : t->rows) {
+    auto a = ArchFromRow(CsvRecord(*t, row));
+    if (a.ok()) out.push_back(*a);
+  }
+  return out;
+}
+
+std::string Normalize(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) {
+    return c == '_' || c == ' ' ? '-' : static_cast<char>(std::tolower(c));
+  });
+  return s;
+}
+
+}  // namespace
+
+const std::vector<Arch>& Presets() {
+  static const std::vector<Arch> presets = LoadPresets();
+  return presets;
+}
+
+Result<Arch> FindPreset(const std::string& name) {
+  const std::string want = Normalize(name);
+  for (const auto& a : Presets())
+    if (a.name == want) return a;
+  std::string known;
+  for (const auto& a : Presets()) known += (known.empty() ? "" : ", ") + a.name;
+  return Status::BadInput({}, "unknown model preset '" + name + "' (known: " + known + ")");
+}
+
+}  // namespace gpuplan

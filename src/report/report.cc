@@ -1,0 +1,170 @@
+#include "gpuplan/report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace gpuplan {
+
+namespace {
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+}
+
+std::string FormatGiB(double bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2f", bytes / kGiB);
+  return buf;
+}
+
+std::string FormatCount(double n) {
+  char buf[64];
+  if (n >= 1e12) std::snprintf(buf, sizeof buf, "%.2fT", n / 1e12);
+  else if (n >= 1e9) std::snprintf(buf, sizeof buf, "%.2fB", n / 1e9);
+  else if (n >= 1e6) std::snprintf(buf, sizeof buf, "%.1fM", n / 1e6);
+  else if (n >= 1e3) std::snprintf(buf, sizeof buf, "%.1fK", n / 1e3);
+  else std::snprintf(buf, sizeof buf, "%.0f", n);
+  return buf;
+}
+
+std::string WithThousands(int64_t n) {
+  std::string s = std::to_string(n < 0 ? -n : n);
+  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<size_t>(i), ",");
+  return (n < 0 ? "-" : "") + s;
+}
+
+std::string RenderTable(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows,
+                        bool markdown) {
+  std::vector<size_t> w(header.size());
+  for (size_t i = 0; i < header.size(); ++i) w[i] = header[i].size();
+  for (const auto& r : rows)
+    for (size_t i = 0; i < r.size() && i < w.size(); ++i) w[i] = std::max(w[i], r[i].size());
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string out = markdown ? "| " : "";
+    for (size_t i = 0; i < w.size(); ++i) {
+      std::string c = i < cells.size() ? cells[i] : "";
+      // numbers right-aligned, text left-aligned
+      bool numeric = !c.empty() && (std::isdigit(static_cast<unsigned char>(c[0])) || c[0] == '-') &&
+                     c.find_first_of("abcdfghijklmnopqrstuvwxyz") == std::string::npos;
+      std::string pad(w[i] - c.size(), ' ');
+      out += numeric && i > 0 ? pad + c : c + pad;
+      out += markdown ? " | " : (i + 1 < w.size() ? "  " : "");
+    }
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    return out + "\n";
+  };
+  std::string out = line(header);
+  if (markdown) {
+    std::string sep = "|";
+    for (size_t i = 0; i < w.size(); ++i) sep += std::string(w[i] + 2, '-') + "|";
+    out += sep + "\n";
+  } else {
+    size_t total = 0;
+    for (size_t x : w) total += x + 2;
+    out += std::string(total > 2 ? total - 2 : total, '-') + "\n";
+  }
+  for (const auto& r : rows) out += line(r);
+  return out;
+}
+
+nlohmann::json JobToJson(const Job& job) {
+  const Arch& a = job.arch;
+  nlohmann::json model = {{"name", a.name}};
+  if (a.params_override > 0) {
+    model["params"] = a.params_override;
+  } else {
+    model.update({{"layers", a.layers}, {"hidden", a.hidden}, {"heads", a.heads}, {"kv_heads", a.KvHeads()},
+                  {"head_dim", a.HeadDim()}, {"ffn_hidden", a.Ffn()}, {"vocab", a.vocab}, {"mlp", ToString(a.mlp)},
+                  {"norm", ToString(a.norm)}, {"tied_embeddings", a.tied_embeddings},
+                  {"position", ToString(a.position)}, {"experts", a.experts},
+                  {"experts_per_token", a.experts_per_token}});
+  }
+  const TrainingSpec& t = job.training;
+  nlohmann::json training = {{"method", ToString(t.method)}, {"seq_len", t.seq_len},
+                             {"micro_batch", t.micro_batch}, {"global_batch", t.global_batch},
+                             {"tokens", t.tokens}, {"precision", ToString(t.precision)},
+                             {"optimizer", ToString(t.optimizer)}, {"recompute", ToString(t.recompute)},
+                             {"flash_attention", t.flash_attention}, {"fp32_grads", t.fp32_grads}};
+  if (t.method == Method::kLora || t.method == Method::kQlora)
+    training["lora"] = {{"rank", t.lora.rank}, {"alpha", t.lora.alpha}, {"targets", t.lora.targets}};
+  const ParallelSpec& p = job.parallel;
+  nlohmann::json parallel = {{"tp", p.tp}, {"pp", p.pp}, {"dp", p.dp}, {"cp", p.cp}, {"vpp", p.vpp},
+                             {"ep", p.ep}, {"sequence_parallel", p.sequence_parallel},
+                             {"zero", p.zero}, {"offload", ToString(p.offload)}};
+  const ClusterSpec& c = job.cluster;
+  nlohmann::json cluster = {{"gpu", c.gpu}, {"num_gpus", c.num_gpus}, {"gpus_per_node", c.gpus_per_node}};
+  if (!c.intra_node.empty()) cluster["intra_node"] = c.intra_node;
+  if (!c.network.empty()) cluster["network"] = c.network;
+  return {{"model", model}, {"training", training}, {"parallel", parallel}, {"cluster", cluster}};
+}
+
+nlohmann::json MemoryToJson(const MemoryReport& r) {
+  const MemoryBreakdown& m = r.memory;
+  nlohmann::json items = nlohmann::json::array();
+  for (const auto& it : m.items)
+    items.push_back({{"category", it.category}, {"name", it.name}, {"bytes", it.bytes}, {"formula", it.formula}});
+  nlohmann::json sugg = nlohmann::json::array();
+  for (const auto& s : r.suggestions)
+    sugg.push_back({{"step", s.step}, {"change", s.change}, {"total_bytes", s.total_bytes},
+                    {"saved_bytes", s.saved_bytes}, {"fits", s.fits}, {"num_gpus", s.num_gpus}});
+  return {
+      {"version", kVersion},
+      {"schema", kJsonSchemaVersion},
+      {"inputs", JobToJson(r.job)},
+      {"model", {{"name", r.job.arch.name}, {"params", m.total_params}, {"trainable_params", m.trainable_params}}},
+      {"per_gpu",
+       {{"weights_bytes", m.weights_bytes}, {"gradients_bytes", m.gradients_bytes},
+        {"optimizer_bytes", m.optimizer_bytes}, {"activations_bytes", m.activations_bytes},
+        {"buffers_bytes", m.buffers_bytes}, {"overhead_bytes", m.overhead_bytes}, {"total_bytes", m.total_bytes},
+        {"host_offload_bytes", m.host_bytes}, {"params_on_gpu", m.params_on_gpu},
+        {"pipeline_stage", m.stage}, {"inflight_microbatches", m.inflight_microbatches}}},
+      {"items", items},
+      {"gpu", {{"id", r.gpu.id}, {"capacity_bytes", r.gpu.memory_bytes}}},
+      {"fits", r.fits},
+      {"headroom_bytes", r.gpu.memory_bytes - m.total_bytes},
+      {"suggestions", sugg},
+  };
+}
+
+std::string MemoryToText(const MemoryReport& r, bool md) {
+  const MemoryBreakdown& m = r.memory;
+  const Job& j = r.job;
+  std::string out;
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "%smodel %s: %s params (%s trainable), method %s, %s, seq %lld x micro-batch %lld\n",
+                md ? "**" : "", j.arch.name.c_str(), WithThousands(m.total_params).c_str(),
+                WithThousands(m.trainable_params).c_str(), ToString(j.training.method).c_str(),
+                ToString(j.training.precision).c_str(), static_cast<long long>(j.training.seq_len),
+                static_cast<long long>(j.training.micro_batch));
+  out += buf;
+  if (md) out.insert(out.size() - 1, "**");
+  std::snprintf(buf, sizeof buf, "layout: tp %lld, pp %lld, dp %lld, cp %lld, ZeRO %d, offload %s, recompute %s on %lld x %s%s\n\n",
+                static_cast<long long>(j.parallel.tp), static_cast<long long>(j.parallel.pp),
+                static_cast<long long>(j.parallel.dp), static_cast<long long>(j.parallel.cp), j.parallel.zero,
+                ToString(j.parallel.offload).c_str(), ToString(j.training.recompute).c_str(),
+                static_cast<long long>(j.cluster.num_gpus), r.gpu.id.c_str(),
+                j.parallel.pp > 1 ? (" (peak: pipeline stage " + std::to_string(m.stage) + ")").c_str() : "");
+  out += buf;
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& it : m.items) rows.push_back({it.category, it.name, FormatGiB(it.bytes), it.formula});
+  rows.push_back({"total", "per GPU", FormatGiB(m.total_bytes), ""});
+  out += RenderTable({"category", "item", "GiB", "how"}, rows, md);
+  out += "\n";
+  if (m.host_bytes > 0) out += "host memory for offload: " + FormatGiB(m.host_bytes) + " GiB per GPU\n";
+  const double head = r.gpu.memory_bytes - m.total_bytes;
+  std::snprintf(buf, sizeof buf, "%s: %s GiB of %s GiB on %s (%s GiB %s, %.0f%%)\n",
+                r.fits ? "FITS" : "DOES NOT FIT", FormatGiB(m.total_bytes).c_str(),
+                FormatGiB(r.gpu.memory_bytes).c_str(), r.gpu.id.c_str(), FormatGiB(std::fabs(head)).c_str(),
+                head >= 0 ? "headroom" : "over", 100.0 * std::fabs(head) / r.gpu.memory_bytes);
+  out += buf;
+  if (!r.suggestions.empty()) {
+    out += r.fits ? "\nfurther savings, in order of cost:\n" : "\nmemory-saving steps, in order of cost (each applied alone):\n";
+    std::vector<std::vector<std::string>> srows;
+    for (const auto& s : r.suggestions)
+      srows.push_back({s.step, FormatGiB(s.saved_bytes), FormatGiB(s.total_bytes), s.fits ? "yes" : "no",
+                       std::to_string(s.num_gpus), s.change});
+    out += RenderTable({"step", "saves GiB", "total GiB", "fits", "GPUs", "change"}, srows, md);
+  }
+  return out;
+}
+
+}  // namespace gpuplan

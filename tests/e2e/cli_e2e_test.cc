@@ -1,0 +1,135 @@
+// End-to-end: the real binary, its exit codes and messages; a fuzz-style pass over bad inputs.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+
+namespace {
+
+struct Proc {
+  int exit_code = -1;
+  bool signaled = false;
+  std::string out;  // stdout + stderr
+};
+
+Proc Exec(const std::string& args) {
+  Proc r;
+  const std::string cmd = std::string(GPUPLAN_BINARY) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  int status = pclose(p);
+  r.signaled = WIFSIGNALED(status);
+  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+  return r;
+}
+
+std::string Write(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(Cli, MemoryJsonHasTheContractKeys) {
+  Proc r = Exec("memory --model llama-2-7b --gpu a100-80gb --seq-len 2048 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["model"]["params"], 6738415616);
+  for (const char* k : {"weights_bytes", "gradients_bytes", "optimizer_bytes", "activations_bytes", "buffers_bytes",
+                        "overhead_bytes", "total_bytes"})
+    EXPECT_TRUE(j["per_gpu"].contains(k)) << k;
+  EXPECT_EQ(j["gpu"]["id"], "a100-sxm-80gb");
+  EXPECT_FALSE(j["fits"].get<bool>());
+  EXPECT_FALSE(j["suggestions"].empty());
+}
+
+TEST(Cli, MemoryTextNamesFitAndSteps) {
+  Proc r = Exec("memory --model llama-2-7b --gpu a100-80gb");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("DOES NOT FIT"), std::string::npos);
+  EXPECT_NE(r.out.find("ZeRO"), std::string::npos);
+  Proc q = Exec("memory --model llama-2-7b --method qlora --gpu rtx4090 --recompute full");
+  ASSERT_EQ(q.exit_code, 0) << q.out;
+  EXPECT_NE(q.out.find("FITS"), std::string::npos) << q.out;
+}
+
+TEST(Cli, ParamsFlagAndJobFile) {
+  Proc r = Exec("memory --params 7.5e9 --num-gpus 64 --zero 3 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["model"]["params"], 7500000000);
+  std::string job = Write("job.yaml", "model:\n  preset: mistral-7b\ntraining:\n  method: lora\n  seq_len: 1024\ncluster:\n  gpu: l40s\n");
+  Proc f = Exec("memory " + job + " --json");
+  ASSERT_EQ(f.exit_code, 0) << f.out;
+  EXPECT_EQ(nlohmann::json::parse(f.out)["gpu"]["id"], "l40s-48gb");
+}
+
+TEST(Cli, ModelsAndCatalogList) {
+  Proc m = Exec("models");
+  ASSERT_EQ(m.exit_code, 0);
+  EXPECT_NE(m.out.find("6,738,415,616"), std::string::npos);
+  Proc g = Exec("catalog gpus --format csv");
+  ASSERT_EQ(g.exit_code, 0);
+  EXPECT_NE(g.out.find("h100-sxm-80gb"), std::string::npos);
+}
+
+TEST(Cli, BadInputIsExit1WithLocation) {
+  std::string job = Write("bad.yaml", "model:\n  preset: llama-2-7b\nparallel:\n  tp: 3\n");
+  Proc r = Exec("memory " + job);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("bad.yaml:4: parallel.tp: tp=3 does not divide heads=32"), std::string::npos) << r.out;
+  Proc f = Exec("memory --model gpt2 --sq-len 5");
+  EXPECT_EQ(f.exit_code, 1);
+  EXPECT_NE(f.out.find("did you mean --seq-len"), std::string::npos) << f.out;
+  Proc c = Exec("memroy");
+  EXPECT_EQ(c.exit_code, 1);
+  EXPECT_NE(c.out.find("did you mean 'memory'"), std::string::npos);
+  Proc g = Exec("memory --model gpt2 --gpu h900");
+  EXPECT_EQ(g.exit_code, 1);
+  EXPECT_NE(g.out.find("unknown GPU 'h900'"), std::string::npos) << g.out;
+}
+
+TEST(Cli, FuzzBadInputsNeverCrash) {
+  const std::string good =
+      "model:\n  preset: llama-3-8b\ntraining:\n  seq_len: 4096\n  micro_batch: 2\n  recompute: selective\n"
+      "parallel:\n  tp: 2\n  zero: 1\ncluster:\n  gpu: h100\n  num_gpus: 8\n";
+  const std::string good_json =
+      R"({"model": {"preset": "llama-3-8b"}, "training": {"seq_len": 4096, "micro_batch": 2}, "parallel": {"tp": 2}, "cluster": {"num_gpus": 8}})";
+  std::vector<std::string> cases;
+  for (size_t cut = 1; cut < good.size(); cut += 7) cases.push_back(good.substr(0, cut) + "\n  : [\n");
+  for (size_t cut = 1; cut < good_json.size(); cut += 9) cases.push_back(good_json.substr(0, cut));
+  std::mt19937 rng(12345);
+  const std::string junk = "{}[]:,\"'-!&*|>%@`\t\n#";
+  for (int i = 0; i < 20; ++i) {
+    std::string s = good;
+    for (int k = 0; k < 4; ++k) s[rng() % s.size()] = junk[rng() % junk.size()];
+    cases.push_back(s);
+  }
+  for (const char* absurd : {"1e308", "-1", "0", "99999999999999999999", "nan", "inf", "3.5", "0x10", "[]", "{a: 1}"}) {
+    cases.push_back("model: {preset: gpt2}\ntraining: {seq_len: " + std::string(absurd) + "}\n");
+    cases.push_back("model: {preset: gpt2}\ncluster: {num_gpus: " + std::string(absurd) + "}\n");
+    cases.push_back("model: {layers: " + std::string(absurd) + ", hidden: 64, heads: 4, vocab: 10, mlp: gelu}\n");
+    cases.push_back(R"({"model": {"params": )" + std::string(absurd) + "}}");
+  }
+  int n = 0, ok_runs = 0;
+  for (const auto& text : cases) {
+    std::string path = Write("fuzz" + std::to_string(n++) + ".yaml", text);
+    Proc r = Exec("memory " + path);
+    ASSERT_FALSE(r.signaled) << "crashed on:\n" << text;
+    ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1) << "exit " << r.exit_code << " on:\n" << text << "\n" << r.out;
+    if (r.exit_code == 1) {
+      EXPECT_NE(r.out.find("gpuplan: "), std::string::npos) << text;
+    } else {
+      ++ok_runs;  // a mutation can still be a valid job (e.g. a comment)
+    }
+  }
+  std::printf("fuzz cases: %d, accepted as valid: %d\n", n, ok_runs);
+  EXPECT_LT(ok_runs, n / 2);
+}
+
+}  // namespace

@@ -1,0 +1,93 @@
+#include <gtest/gtest.h>
+
+#include "gpuplan/job.h"
+
+namespace gpuplan {
+namespace {
+
+Result<Job> Parse(const std::string& yaml) {
+  auto j = ParseJobText(yaml, "job.yaml");
+  if (!j.ok()) return j;
+  Job job = *j;
+  Status st = FinalizeJob(job);
+  if (!st.ok()) return st;
+  return job;
+}
+
+std::string Error(const std::string& yaml) {
+  auto j = Parse(yaml);
+  return j.ok() ? "" : j.status().ToString();
+}
+
+TEST(Job, ParsesAllSections) {
+  auto j = Parse(R"(model: {preset: llama-2-7b}
+training: {method: lora, seq_len: 4096, micro_batch: 2, global_batch: 64, precision: bf16,
+           optimizer: adamw, recompute: full, flash_attention: true, lora: {rank: 8, alpha: 16, targets: [q_proj, v_proj]}}
+parallel: {tp: 2, pp: 2, zero: 1}
+cluster: {gpu: a100-sxm-80gb, num_gpus: 16, gpus_per_node: 8}
+)");
+  ASSERT_TRUE(j.ok()) << j.status().ToString();
+  EXPECT_EQ(j->arch.name, "llama-2-7b");
+  EXPECT_EQ(j->training.method, Method::kLora);
+  EXPECT_EQ(j->training.lora.rank, 8);
+  EXPECT_EQ(j->training.lora.targets.size(), 2u);
+  EXPECT_EQ(j->parallel.dp, 4);  // 16 / (2*2)
+  EXPECT_EQ(GradAccumSteps(*j), 8);  // 64 / (2*4)
+}
+
+TEST(Job, JsonWithSameKeys) {
+  auto j = Parse(R"({"model": {"preset": "gpt2"}, "training": {"seq_len": 1024}, "cluster": {"num_gpus": 4}})");
+  ASSERT_TRUE(j.ok()) << j.status().ToString();
+  EXPECT_EQ(j->parallel.dp, 4);
+  EXPECT_EQ(j->training.seq_len, 1024);
+}
+
+TEST(Job, InlineModelAndParams) {
+  auto j = Parse("model: {layers: 2, hidden: 64, heads: 4, vocab: 100, mlp: gelu, norm: layernorm}\n");
+  ASSERT_TRUE(j.ok()) << j.status().ToString();
+  EXPECT_EQ(j->arch.Ffn(), 256);
+  auto p = Parse("model: {params: 7.5e9}\n");
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(CountParams(p->arch).total, 7500000000);
+}
+
+TEST(Job, ErrorsCarryFileLineAndKey) {
+  EXPECT_EQ(Error("model: {preset: gpt2}\ntraining:\n  seq_len: 0\n"),
+            "job.yaml:3: training.seq_len: must be in 1..16777216, got 0");
+  EXPECT_EQ(Error("model: {preset: gpt2}\ntraining:\n  seq_lenn: 5\n"),
+            "job.yaml:3: training.seq_lenn: unknown key (did you mean 'training.seq_len'?)");
+  EXPECT_EQ(Error("model: {preset: gpt2}\nparallel:\n  tp: 5\n"),
+            "job.yaml:3: parallel.tp: tp=5 does not divide heads=12");
+  EXPECT_EQ(Error("model: {preset: gpt2}\nparallel:\n  tp: 2\n  dp: 2\ncluster:\n  num_gpus: 8\n"),
+            "job.yaml:4: parallel.dp: dp*tp*pp*cp = 4 but num_gpus = 8");
+  EXPECT_EQ(Error("model: {preset: gpt2}\ntraining:\n  micro_batch: -3\n"),
+            "job.yaml:3: training.micro_batch: must be in 1..1048576, got -3");
+  EXPECT_EQ(Error("model: {preset: gpt2}\ntraining:\n  precision: fp4\n"),
+            "job.yaml:3: training.precision: expected one of fp32|fp16|bf16|fp8, got 'fp4'");
+  EXPECT_EQ(Error("model: {preset: gpt2}\ntraining:\n  seq_len: [1, 2]\n"),
+            "job.yaml:3: training.seq_len: expected a single value, got a list");
+  EXPECT_EQ(Error("modle: {preset: gpt2}\n").substr(0, 11), "job.yaml:1:");
+  EXPECT_NE(Error("training: {seq_len: 10}\n").find("no model"), std::string::npos);
+  EXPECT_NE(Error("model: {preset: gpt2\n").find("job.yaml:"), std::string::npos);
+  EXPECT_NE(Error("model: {preset: nope}\n").find("job.yaml:1: model.preset: unknown model preset"), std::string::npos);
+  EXPECT_NE(Error("model: {preset: gpt2, params: 1e9}\n").find("not several"), std::string::npos);
+}
+
+TEST(Job, GlobalBatchMustDivide) {
+  EXPECT_NE(Error("model: {preset: gpt2}\ntraining: {micro_batch: 3, global_batch: 10}\n").find("not a multiple"),
+            std::string::npos);
+}
+
+TEST(Job, SetKeyFromFlagsMirrorsFile) {
+  Job j;
+  ASSERT_TRUE(SetJobKey(j, "model.preset", "llama-3-8b", {"command line", 0, "--model"}).ok());
+  ASSERT_TRUE(SetJobKey(j, "parallel.zero", "3", {}).ok());
+  ASSERT_TRUE(SetJobKey(j, "cluster.num_gpus", "8", {}).ok());
+  ASSERT_TRUE(FinalizeJob(j).ok());
+  EXPECT_EQ(j.parallel.dp, 8);
+  Status bad = SetJobKey(j, "parallel.zero", "4", {"command line", 0, "--zero"});
+  EXPECT_EQ(bad.ToString(), "command line: --zero: must be in 0..3, got 4");
+}
+
+}  // namespace
+}  // namespace gpuplan

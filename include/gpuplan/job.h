@@ -32,6 +32,10 @@ struct TrainingSpec {
   bool fp32_grads = false;                // Default: false (grads in the compute dtype, ZeRO paper);
                                           // true models Megatron's fp32 main_grad / FSDP fp32 reduce.
   LoraSpec lora;                          // Used for lora/qlora.
+  double data_bytes_per_token = 4;        // Default: 4 (pre-tokenized int32 ids read by the loader).
+  double checkpoint_interval_min = 60;    // Default: 60 minutes between checkpoints.
+  bool checkpoint_async = false;          // Default: false (training waits for the write).
+  bool checkpoint_full_state = true;      // Default: true (weights + optimizer, resumable).
 };
 
 struct ParallelSpec {

@@ -36,3 +36,25 @@ std::string RenderTable(const std::vector<std::string>& header, const std::vecto
                         bool markdown);
 
 }  // namespace gpuplan
+
+#include "gpuplan/estimate.h"
+#include "gpuplan/validation.h"
+
+namespace gpuplan {
+
+struct EstimateReport {
+  Job job;
+  HardwareContext hw;
+  StepEstimate estimate;
+  MemoryReport memory;
+  std::string bottleneck;
+};
+
+nlohmann::json EstimateToJson(const EstimateReport& r);
+std::string EstimateToText(const EstimateReport& r, bool markdown);
+
+// Validation: a terminal table and the Markdown page docs/validation.md.
+std::string ValidationToText(const ValidationReport& r, bool all_rows);
+std::string ValidationToMarkdown(const ValidationReport& r, const std::string& input_path);
+
+}  // namespace gpuplan

@@ -216,6 +216,22 @@ const std::vector<KeyEntry>& Entries() {
       j.training.lora.targets = out;
       return Status::Ok();
     });
+    add("training.data_bytes_per_token", "data-bytes-per-token", "bytes the loader reads per token (default 4)", [](Job& j, const std::string& s, const Location& w) -> Status {
+      auto v = ParseNumber(s, w);
+      if (!v.ok()) return v.status();
+      if (*v <= 0 || *v > 1e6) return Bad(w, "must be in (0, 1e6], got " + s);
+      j.training.data_bytes_per_token = *v;
+      return Status::Ok();
+    });
+    add("training.checkpoint_interval_min", "checkpoint-interval-min", "minutes between checkpoints (default 60)", [](Job& j, const std::string& s, const Location& w) -> Status {
+      auto v = ParseNumber(s, w);
+      if (!v.ok()) return v.status();
+      if (*v <= 0 || *v > 1e6) return Bad(w, "must be in (0, 1e6] minutes, got " + s);
+      j.training.checkpoint_interval_min = *v;
+      return Status::Ok();
+    });
+    add("training.checkpoint_async", "checkpoint-async", "write checkpoints in the background (default false)", Bool([](Job& j) -> bool& { return j.training.checkpoint_async; }));
+    add("training.checkpoint_full_state", "checkpoint-full-state", "checkpoints include optimizer state (default true)", Bool([](Job& j) -> bool& { return j.training.checkpoint_full_state; }));
     // parallel
     add("parallel.tp", "tp", "tensor-parallel size (default 1)", Int([](Job& j) -> int64_t& { return j.parallel.tp; }, 1, 1024));
     add("parallel.pp", "pp", "pipeline stages (default 1)", Int([](Job& j) -> int64_t& { return j.parallel.pp; }, 1, 1024));

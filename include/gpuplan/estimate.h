@@ -1,0 +1,108 @@
+// Step time, throughput and time to train (docs/model/compute.md, communication.md, pipeline.md,
+// io.md mirror this one-to-one).
+#pragma once
+
+#include <string>
+
+#include "gpuplan/calibration.h"
+#include "gpuplan/catalog.h"
+#include "gpuplan/job.h"
+#include "gpuplan/memory.h"
+
+namespace gpuplan {
+
+// Calibration constants resolved once for a GPU (hot-path friendly: no map lookups per estimate).
+struct EfficiencyConstants {
+  double matmul_eff_max = 0, matmul_dim_half = 0, matmul_fixed_s = 0;
+  double flash_eff = 0, eager_attn_eff = 0, hbm_eff = 0;
+  double elem_h = 0, elem_f = 0, framework_overhead = 1, step_fixed_s = 0;
+  double intra_eff = 0, intra_allreduce_eff = 0, inter_eff = 0;
+  double tcp_penalty = 1, hierarchical_overlap = 0, collective_latency_s = 0;
+  double tp_overlap = 0, dp_overlap = 0, cp_overlap = 0, pp_overlap = 0;
+  double optimizer_bytes_per_param = 0;
+};
+
+// The hardware a job runs on, resolved from the catalog (defaults by GPU, printed by the CLI).
+struct HardwareContext {
+  GpuSpec gpu;
+  LinkSpec intra;              // GPU-to-GPU inside a node
+  LinkSpec inter;              // node-to-node network, per NIC
+  double intra_bytes_per_s = 0;  // per GPU, one direction (line rate)
+  double inter_bytes_per_s_per_gpu = 0;  // NIC bandwidth available to one GPU (line rate, after oversubscription)
+  double nics_per_node = 0;
+  double host_bytes_per_s = 0;       // GPU <-> host (PCIe of the GPU's generation, achievable)
+  double rdma_reference_bytes_per_s = 0;  // one NDR port per GPU, achievable: the "with RDMA" what-if
+  bool rdma = false;           // RDMA-capable fabric with GPUDirect
+  bool intra_default = false, inter_default = false;  // chosen by gpuplan, not the user
+  std::optional<StorageSpec> storage;
+  EfficiencyConstants k;
+  Calibration cal;
+};
+
+Result<HardwareContext> ResolveHardware(const Job& job, const Catalog& catalog, const Calibration& cal);
+
+struct StepBreakdown {
+  double compute_s = 0;    // matmuls, attention, elementwise, recompute (all micro-batches)
+  double tp_comm_s = 0;    // exposed tensor-parallel collectives
+  double cp_comm_s = 0;    // exposed context-parallel K/V exchange
+  double pp_comm_s = 0;    // exposed pipeline send/recv
+  double dp_comm_s = 0;    // exposed data-parallel / ZeRO / FSDP traffic
+  double ep_comm_s = 0;    // expert all-to-all
+  double bubble_s = 0;     // pipeline fill and drain
+  double data_s = 0;       // data-loader stall
+  double optimizer_s = 0;  // optimizer step
+  double checkpoint_s = 0; // checkpoint stall, amortized per step
+  double overhead_s = 0;   // fixed per-step overhead (calibration)
+  double Total() const {
+    return compute_s + tp_comm_s + cp_comm_s + pp_comm_s + dp_comm_s + ep_comm_s + bubble_s + data_s +
+           optimizer_s + checkpoint_s + overhead_s;
+  }
+};
+
+// Unexposed volumes and times, for explanations.
+struct CommDetail {
+  double tp_bytes = 0, tp_s = 0;   // per step per GPU, before overlap
+  double cp_bytes = 0, cp_s = 0;
+  double pp_bytes = 0, pp_s = 0;
+  double dp_bytes = 0, dp_s = 0;
+  double ep_bytes = 0, ep_s = 0;
+  bool dp_crosses_nodes = false, tp_crosses_nodes = false;
+  double dp_busbw_bytes_per_s = 0;
+};
+
+struct StepEstimate {
+  StepBreakdown breakdown;
+  CommDetail comm;
+  double step_time_s = 0;
+  double tokens_per_step = 0;
+  double tokens_per_s = 0;
+  double tokens_per_s_per_gpu = 0;
+  double model_flops_per_token = 0;     // 6N + 12·L·h·s (llm-foundry convention)
+  double hardware_flops_per_step = 0;   // including recompute, causal attention as executed
+  double mfu = 0, hfu = 0;
+  double model_tflops_per_gpu = 0;
+  double time_to_train_s = 0, gpu_hours = 0;
+  double checkpoint_bytes = 0, checkpoint_write_s = 0;
+  double peak_flops = 0;                // per GPU at the training precision
+  int64_t grad_accum = 1;
+  bool feasible = true;                 // false: a needed hardware number is unknown
+  std::string infeasible_reason;
+};
+
+// Fast path for the search: no strings unless infeasible.
+StepEstimate EstimateStep(const Job& job, const HardwareContext& hw);
+
+// One sentence naming the largest share of the step and what would shrink it.
+std::string Bottleneck(const Job& job, const HardwareContext& hw, const StepEstimate& e);
+
+// Collective time for `bytes` (the full buffer, as nccl-tests' size) over a group of `n` ranks,
+// `per_node` of them in each node (docs/model/communication.md §2-3).
+enum class Collective { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kSendRecv };
+double CollectiveTime(Collective c, double bytes, int64_t n, int64_t per_node, const HardwareContext& hw);
+// nccl-tests bus bandwidth of that collective (bytes/s), for validation.
+double BusBandwidth(Collective c, double bytes, int64_t n, int64_t per_node, const HardwareContext& hw);
+
+// Model FLOPs per token (6N + 12·L·h·s; N excludes a learned position table; MoE: active params).
+double ModelFlopsPerToken(const Arch& arch, int64_t seq_len);
+
+}  // namespace gpuplan

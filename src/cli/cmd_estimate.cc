@@ -1,0 +1,94 @@
+#include <cstdio>
+#include <fstream>
+
+#include "cli.h"
+#include "commands.h"
+#include "gpuplan/report.h"
+
+namespace gpuplan::cli {
+
+namespace {
+const std::vector<FlagSpec> kEstimateFlags = {
+    {"json", false, "JSON output (same as --format json)"},
+    {"format", true, "text|md|json (default text)"},
+    {"catalog", true, "extra catalog CSV (GPUs, links, instances, storage); repeatable"},
+    {"calibration", true, "calibration CSV overriding data/calibration.csv and data/efficiency.csv"},
+    {"help", false, "this help"},
+};
+const std::vector<FlagSpec> kValidateFlags = {
+    {"write", true, "Markdown report path (default docs/validation.md; '-' to skip)"},
+    {"all", false, "list every row, including those not predicted, with the reason"},
+    {"max-median", true, "exit 2 if the median |error| of throughput rows exceeds this fraction"},
+    {"max-p90", true, "exit 2 if the p90 |error| of throughput rows exceeds this fraction"},
+    {"catalog", true, "extra catalog CSV; repeatable"},
+    {"calibration", true, "calibration CSV overriding the built-in constants"},
+    {"help", false, "this help"},
+};
+}  // namespace
+
+int CmdEstimate(const std::vector<std::string>& argv) {
+  auto args = ParseArgs(argv, kEstimateFlags, true);
+  if (!args.ok()) return Fail(args.status());
+  if (args->Has("help")) {
+    std::printf("usage: gpuplan estimate [JOB.yaml|JOB.json] [--flags]\n\n%s", FlagHelp(kEstimateFlags, true).c_str());
+    return 0;
+  }
+  auto format = GetFormat(*args);
+  if (!format.ok()) return Fail(format.status());
+  auto job = LoadJob(*args);
+  if (!job.ok()) return Fail(job.status());
+  auto catalog = LoadCatalogFromArgs(*args);
+  if (!catalog.ok()) return Fail(catalog.status());
+  auto cal = Calibration::Load(args->Get("calibration"));
+  if (!cal.ok()) return Fail(cal.status());
+  auto hw = ResolveHardware(*job, *catalog, *cal);
+  if (!hw.ok()) return Fail(hw.status());
+  EstimateReport r{*job, *hw, EstimateStep(*job, *hw), {}, ""};
+  r.memory = MemoryReport{*job, hw->gpu, EstimateMemory(*job, *cal), {}, false};
+  r.memory.fits = r.memory.memory.total_bytes <= hw->gpu.memory_bytes;
+  r.memory.suggestions = SuggestMemorySavings(*job, hw->gpu.memory_bytes, *cal);
+  r.bottleneck = Bottleneck(*job, *hw, r.estimate);
+  if (*format == Format::kJson) std::printf("%s\n", EstimateToJson(r).dump(2).c_str());
+  else std::printf("%s", EstimateToText(r, *format == Format::kMarkdown).c_str());
+  return 0;
+}
+
+int CmdValidate(const std::vector<std::string>& argv) {
+  auto args = ParseArgs(argv, kValidateFlags, false);
+  if (!args.ok()) return Fail(args.status());
+  if (args->Has("help") || args->positional.size() != 1) {
+    std::printf("usage: gpuplan validate RUNS.csv [--write docs/validation.md] [--all]\n\n"
+                "Predicts every usable row of a file with the columns of shared/validation/runs.csv (or memory.csv)\n"
+                "and prints predicted vs measured with median / p90 error per source and per GPU.\n\n%s",
+                FlagHelp(kValidateFlags, false).c_str());
+    return args->Has("help") ? 0 : 1;
+  }
+  auto catalog = LoadCatalogFromArgs(*args);
+  if (!catalog.ok()) return Fail(catalog.status());
+  auto cal = Calibration::Load(args->Get("calibration"));
+  if (!cal.ok()) return Fail(cal.status());
+  auto rep = ValidateRuns(args->positional[0], *catalog, *cal);
+  if (!rep.ok()) return Fail(rep.status());
+  std::printf("%s", ValidationToText(*rep, args->Has("all")).c_str());
+  const std::string out = args->Get("write", "docs/validation.md");
+  if (out != "-") {
+    std::ofstream f(out);
+    if (!f) return Fail(Status::BadInput({"command line", 0, "--write"}, "cannot write '" + out + "'"));
+    f << ValidationToMarkdown(*rep, args->positional[0]);
+    std::printf("wrote %s\n", out.c_str());
+  }
+  auto threshold = [&](const char* flag, double value) -> int {
+    if (!args->Has(flag)) return 0;
+    const double limit = std::atof(args->Get(flag).c_str());
+    if (value > limit) {
+      std::fprintf(stderr, "gpuplan: --%s %.3f exceeded: %.3f\n", flag, limit, value);
+      return 2;
+    }
+    return 0;
+  };
+  if (int rc = threshold("max-median", rep->overall.median_abs)) return rc;
+  if (int rc = threshold("max-p90", rep->overall.p90_abs)) return rc;
+  return 0;
+}
+
+}  // namespace gpuplan::cli

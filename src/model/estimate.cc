@@ -1,0 +1,439 @@
+// Step time: compute roofline, exposed communication, pipeline bubble, optimizer, data and
+// checkpoint stalls. Section numbers refer to docs/model/compute.md (C§), communication.md (N§),
+// pipeline.md (P§) and io.md (I§).
+#include "gpuplan/estimate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace gpuplan {
+
+namespace {
+
+double CalOr(const Calibration& cal, const std::string& key, const std::string& fallback_key) {
+  return cal.Has(key) ? cal.Get(key) : cal.Get(fallback_key);
+}
+
+std::string LinkClass(const LinkSpec& l) {
+  if (l.kind == "nvswitch") return "nvswitch";
+  if (l.id == "nvlink-bridge") return "nvlink-bridge";
+  return l.kind;
+}
+
+EfficiencyConstants ResolveConstants(const GpuSpec& g, const LinkSpec& intra, const LinkSpec& inter, Precision p,
+                                     const Calibration& cal) {
+  EfficiencyConstants k;
+  const std::string fam = g.family.empty() ? "default" : g.family;
+  const std::string mm = "matmul_eff_max." + fam;
+  k.matmul_eff_max = p == Precision::kFp8 && cal.Has(mm + ".fp8") ? cal.Get(mm + ".fp8") : CalOr(cal, mm, "matmul_eff_max.default");
+  k.matmul_dim_half = cal.Get("matmul_dim_half");
+  k.matmul_fixed_s = cal.Get("matmul_fixed_s");
+  k.flash_eff = CalOr(cal, "flash_attention_eff." + fam, "flash_attention_eff.default");
+  k.eager_attn_eff = CalOr(cal, "eager_attention_eff." + fam, "eager_attention_eff.default");
+  k.hbm_eff = cal.Get("hbm_eff");
+  k.elem_h = cal.Get("elementwise_bytes_per_token_layer_h");
+  k.elem_f = cal.Get("elementwise_bytes_per_token_layer_f");
+  k.framework_overhead = cal.Get("framework_overhead");
+  k.step_fixed_s = cal.Get("step_fixed_s");
+  const std::string ic = LinkClass(intra);
+  k.intra_eff = ic == "nvswitch" ? cal.Get("link_eff.nvlink") : CalOr(cal, "link_eff." + ic, "link_eff.pcie");
+  k.intra_allreduce_eff = k.intra_eff;
+  if (ic == "nvswitch") k.intra_allreduce_eff = CalOr(cal, "link_eff." + intra.id + ".all_reduce", "link_eff.nvswitch.all_reduce");
+  k.inter_eff = CalOr(cal, "link_eff." + inter.kind, "link_eff.tcp");
+  k.tcp_penalty = cal.Get("tcp_host_copy_penalty");
+  k.hierarchical_overlap = cal.Get("hierarchical_overlap");
+  k.collective_latency_s = cal.Get("collective_latency_s");
+  k.tp_overlap = cal.Get("tp_comm_overlap");
+  k.dp_overlap = cal.Get("dp_comm_overlap");
+  k.cp_overlap = cal.Get("cp_comm_overlap");
+  k.pp_overlap = cal.Get("pp_comm_overlap");
+  k.optimizer_bytes_per_param = cal.Get("optimizer_bytes_per_param");
+  return k;
+}
+
+}  // namespace
+
+Result<HardwareContext> ResolveHardware(const Job& job, const Catalog& catalog, const Calibration& cal) {
+  HardwareContext hw;
+  hw.cal = cal;
+  const ClusterSpec& c = job.cluster;
+  auto where = [&](const std::string& key) {
+    auto it = job.set_keys.find(key);
+    return it != job.set_keys.end() ? it->second : Location{job.source, 0, key};
+  };
+  auto gpu = catalog.FindGpu(c.gpu);
+  if (!gpu.ok()) return Status::BadInput(where("cluster.gpu"), gpu.status().reason());
+  hw.gpu = *gpu;
+  // N§5 intra-node default: the GPU's NVLink through NVSwitch on 4+-GPU baseboards, a bridge for
+  // pairs, otherwise PCIe of the GPU's generation.
+  std::string intra_id = c.intra_node;
+  if (intra_id.empty()) {
+    hw.intra_default = true;
+    const std::string& l = hw.gpu.intra_link;
+    if (l.rfind("nvlink", 0) == 0 && l != "nvlink-bridge") {
+      intra_id = c.gpus_per_node > 2 && l != "nvlink2" ? "nvswitch-" + l : l;
+    } else if (l == "nvlink-bridge" && c.gpus_per_node <= 2) {
+      intra_id = "nvlink-bridge";
+    } else if (l == "xgmi") {
+      intra_id = hw.gpu.id.find("mi250") != std::string::npos ? "xgmi-mi250x" : "xgmi-mi300x";
+    } else {
+      const int gen = static_cast<int>(hw.gpu.pcie_gen.value_or(4));
+      intra_id = "pcie" + std::to_string(gen) + "-x16";
+    }
+  }
+  auto intra = catalog.FindLink(intra_id);
+  if (!intra.ok()) return Status::BadInput(where("cluster.intra_node"), intra.status().reason());
+  hw.intra = *intra;
+  hw.intra_bytes_per_s = hw.intra.bw_bytes_per_s_per_dir;
+  if (hw.intra.id == "nvlink-bridge") hw.intra_bytes_per_s = hw.gpu.nvlink_bytes_per_s_per_dir.value_or(0);
+  if (hw.intra_bytes_per_s <= 0)
+    return Status::BadInput(where("cluster.intra_node"), "link '" + hw.intra.id + "' has no known bandwidth for " + hw.gpu.id);
+  // N§5 network default: datacenter NVLink parts get one InfiniBand port per GPU (NDR for Hopper
+  // and newer, HDR for Ampere/Volta: the DGX reference designs); PCIe cards get 25 GbE TCP.
+  std::string net_id = c.network;
+  if (net_id.empty()) {
+    hw.inter_default = true;
+    const std::string& f = hw.gpu.family;
+    const bool dc = hw.gpu.intra_link.rfind("nvlink", 0) == 0 && hw.gpu.intra_link != "nvlink-bridge";
+    net_id = !dc ? "tcp-25g" : (f == "hopper" || f == "blackwell") ? "ib-ndr" : "ib-hdr";
+  }
+  auto inter = catalog.FindLink(net_id);
+  if (!inter.ok()) return Status::BadInput(where("cluster.network"), inter.status().reason());
+  hw.inter = *inter;
+  if (hw.inter.bw_bytes_per_s_per_dir <= 0)
+    return Status::BadInput(where("cluster.network"), "link '" + hw.inter.id + "' has no known bandwidth");
+  const bool rdma_fabric = hw.inter.kind == "infiniband" || hw.inter.kind == "roce" || hw.inter.kind == "efa" ||
+                           hw.inter.kind == "tcpx" || hw.inter.kind == "tcpxo";
+  hw.rdma = rdma_fabric && c.gpudirect_rdma;
+  const bool tcp = hw.inter.kind == "tcp";
+  hw.nics_per_node = c.nics_per_node > 0 ? static_cast<double>(c.nics_per_node)
+                     : tcp                ? 1.0
+                                          : static_cast<double>(c.gpus_per_node);
+  hw.inter_bytes_per_s_per_gpu =
+      hw.inter.bw_bytes_per_s_per_dir * hw.nics_per_node / static_cast<double>(c.gpus_per_node) / c.oversubscription;
+  if (!c.storage.empty()) {
+    auto st = catalog.FindStorage(c.storage);
+    if (!st.ok()) return Status::BadInput(where("cluster.storage"), st.status().reason());
+    hw.storage = *st;
+  }
+  const int pcie_gen = static_cast<int>(hw.gpu.pcie_gen.value_or(4));
+  auto host = catalog.FindLink("pcie" + std::to_string(pcie_gen) + "-x16");
+  if (!host.ok()) return Status::Internal("catalog lacks pcie" + std::to_string(pcie_gen) + "-x16");
+  hw.host_bytes_per_s = host->bw_bytes_per_s_per_dir * cal.Get("link_eff.pcie");
+  auto ndr = catalog.FindLink("ib-ndr");
+  if (ndr.ok()) hw.rdma_reference_bytes_per_s = ndr->bw_bytes_per_s_per_dir * cal.Get("link_eff.infiniband");
+  if (!hw.gpu.PeakFlops(job.training.precision))
+    return Status::BadInput(where("training.precision"),
+                            "GPU '" + hw.gpu.id + "' has no known dense " + ToString(job.training.precision) +
+                                " peak (data/gpus.csv says unknown or unsupported)");
+  hw.k = ResolveConstants(hw.gpu, hw.intra, hw.inter, job.training.precision, cal);
+  return hw;
+}
+
+double ModelFlopsPerToken(const Arch& a, int64_t seq_len) {
+  // C§1 llm-foundry convention: 6 x params (without a learned position table) + 12 x L x h x s.
+  const ParamCounts pc = CountParams(a);
+  const double pos = a.position == PositionKind::kLearned ? static_cast<double>(a.max_positions) * a.hidden : 0;
+  const double n = static_cast<double>(pc.active) - pos;
+  return 6 * n + 12.0 * a.layers * a.hidden * static_cast<double>(seq_len);
+}
+
+namespace {
+
+struct GroupPlacement {
+  int64_t tp_per_node, cp_per_node, dp_per_node, ep_per_node;
+  bool pp_crosses_nodes;
+};
+
+// N§6 rank order tp (innermost), cp, dp (ep inside dp), pp (outermost), as Megatron-LM lays it out.
+GroupPlacement Place(const Job& j) {
+  const int64_t g = j.cluster.gpus_per_node;
+  const ParallelSpec& p = j.parallel;
+  GroupPlacement gp;
+  gp.tp_per_node = std::min(p.tp, g);
+  const int64_t after_tp = std::max<int64_t>(1, g / p.tp);
+  gp.cp_per_node = std::min(p.cp, after_tp);
+  const int64_t after_cp = std::max<int64_t>(1, after_tp / p.cp);
+  gp.dp_per_node = std::min(p.dp, after_cp);
+  gp.ep_per_node = std::min(p.ep, after_cp * (p.tp <= g ? 1 : 1));
+  gp.pp_crosses_nodes = p.tp * p.cp * p.dp >= g;
+  return gp;
+}
+
+// C§2 time of a GEMM of m x n x k at efficiency eff_max x d/(d + d_half) plus fixed time.
+inline double GemmTime(double m, double n, double k, double peak, const EfficiencyConstants& c) {
+  const double d = std::min({m, n, k});
+  const double eff = c.matmul_eff_max * d / (d + c.matmul_dim_half);
+  return 2 * m * n * k / (peak * eff) + c.matmul_fixed_s;
+}
+
+}  // namespace
+
+StepEstimate EstimateStep(const Job& job, const HardwareContext& hw) {
+  StepEstimate e;
+  const Arch& a = job.arch;
+  const TrainingSpec& tr = job.training;
+  const ParallelSpec& par = job.parallel;
+  const EfficiencyConstants& k = hw.k;
+  const double t = static_cast<double>(par.tp);
+  const double peak_mm = *hw.gpu.PeakFlops(tr.precision);
+  // Attention and the output layer run in 16-bit even in fp8 recipes (Transformer Engine, torchao).
+  const double peak16 = tr.precision == Precision::kFp32 ? peak_mm
+                        : hw.gpu.PeakFlops(Precision::kBf16).value_or(peak_mm);
+  e.peak_flops = peak_mm;
+  const double s = static_cast<double>(tr.seq_len);
+  const double T = static_cast<double>(tr.micro_batch) * s / par.cp;  // tokens per micro-batch per GPU
+  const double ab = ActivationBytesPerElement(tr.precision);
+  const int64_t layers = (a.layers + par.pp - 1) / par.pp;
+  const double L = static_cast<double>(layers);
+  e.grad_accum = std::max<int64_t>(1, GradAccumSteps(job));
+  const double m = static_cast<double>(e.grad_accum);
+  const bool moe = a.IsMoe();
+  const double moe_frac = moe ? static_cast<double>(a.MoeLayers()) / a.layers : 0;
+  const double h = static_cast<double>(a.hidden);
+
+  // ---- C§2 matmuls of one layer, forward, local to this GPU.
+  double t_lin_fwd = GemmTime(T, (a.QDim() + 2.0 * a.KvDim()) / t, h, peak_mm, k)  // fused q,k,v
+                     + GemmTime(T, h, a.QDim() / t, peak_mm, k);                    // o_proj
+  double flops_lin_fwd = 2 * T * (h * (a.QDim() + 2.0 * a.KvDim()) + a.QDim() * h) / t;
+  const double up_n = (a.MlpMatrices() - 1) * static_cast<double>(a.Ffn()) / t;
+  const double t_dense_mlp = GemmTime(T, up_n, h, peak_mm, k) + GemmTime(T, h, a.Ffn() / t, peak_mm, k);
+  const double f_dense_mlp = 2 * T * a.MlpMatrices() * h * a.Ffn() / t;
+  double t_mlp = t_dense_mlp, f_mlp = f_dense_mlp;
+  if (moe) {
+    // Routed experts as grouped GEMMs over the T x k routed tokens (+ shared experts).
+    const double routed = T * (a.experts_per_token + a.shared_experts);
+    const double mup = (a.MlpMatrices() - 1) * static_cast<double>(a.MoeFfn()) / t;
+    const double t_moe = GemmTime(routed, mup, h, peak_mm, k) + GemmTime(routed, h, a.MoeFfn() / t, peak_mm, k) +
+                         GemmTime(T, static_cast<double>(a.experts), h, peak16, k);
+    const double f_moe = 2 * routed * a.MlpMatrices() * h * a.MoeFfn() / t + 2 * T * h * a.experts;
+    t_mlp = (1 - moe_frac) * t_dense_mlp + moe_frac * t_moe;
+    f_mlp = (1 - moe_frac) * f_dense_mlp + moe_frac * f_moe;
+  }
+  t_lin_fwd += t_mlp;
+  flops_lin_fwd += f_mlp;
+  // C§2 attention core: QK^T and AV, 2 x 2 x T x s x (a d) / t; causal flash kernels skip the
+  // masked half; eager attention computes the full matrix.
+  const double causal = tr.flash_attention ? 0.5 : 1.0;
+  const double flops_attn_fwd = 4 * T * s * a.QDim() / t * causal;
+  const double attn_eff = tr.flash_attention ? k.flash_eff : k.eager_attn_eff;
+  const double t_attn_fwd = flops_attn_fwd / (peak16 * attn_eff);
+  const double attn_bwd_factor = tr.flash_attention ? 2.5 : 2.0;  // FlashAttention-2 §3.2: 5 vs 2 matmuls
+  // C§3 elementwise traffic (norms, residuals, rotary, activations), memory-bound.
+  const double rep = par.sequence_parallel ? t : 1.0;
+  const double elem_elems = T * (k.elem_h * h / rep + k.elem_f * (moe ? a.MoeFfn() * (a.experts_per_token + a.shared_experts) : a.Ffn()) / t);
+  const double t_elem_fwd = elem_elems * ab / (*hw.gpu.mem_bw_bytes_per_s * k.hbm_eff);
+  // Output layer on the last stage (the slowest stage carries it).
+  const double t_logits_fwd = GemmTime(T, a.vocab / t, h, peak16, k);
+  const double flops_logits_fwd = 2 * T * h * a.vocab / t;
+
+  double t_layer_fwd = t_lin_fwd + t_attn_fwd + t_elem_fwd;
+  double t_layer_bwd = 2 * t_lin_fwd + attn_bwd_factor * t_attn_fwd + 2 * t_elem_fwd;
+  double t_recompute = 0, flops_recompute = 0;
+  switch (tr.recompute) {
+    case Recompute::kNone: break;
+    case Recompute::kFull:
+      t_recompute = t_layer_fwd;
+      flops_recompute = flops_lin_fwd + flops_attn_fwd;
+      break;
+    case Recompute::kSelective:
+      if (tr.flash_attention) {  // op-level SAC: half the matmuls and the pointwise ops again
+        t_recompute = 0.5 * t_lin_fwd + t_elem_fwd;
+        flops_recompute = 0.5 * flops_lin_fwd;
+      } else {                   // Korthikanti: the attention core again
+        t_recompute = t_attn_fwd;
+        flops_recompute = flops_attn_fwd;
+      }
+      break;
+  }
+  const double t_mb_compute =
+      (L * (t_layer_fwd + t_layer_bwd + t_recompute) + 3 * t_logits_fwd) * k.framework_overhead;
+  const double t_mb_fwd = (L * t_layer_fwd + t_logits_fwd) * k.framework_overhead;
+  const double t_mb_bwd = t_mb_compute - t_mb_fwd;
+  e.hardware_flops_per_step =
+      m * (L * (3 * flops_lin_fwd + (1 + attn_bwd_factor) * flops_attn_fwd + flops_recompute) + 3 * flops_logits_fwd) *
+      static_cast<double>(job.cluster.num_gpus) / par.pp;
+
+  StepBreakdown& b = e.breakdown;
+  b.compute_s = m * t_mb_compute;
+  const GroupPlacement gp = Place(job);
+  CommDetail& cd = e.comm;
+  cd.tp_crosses_nodes = par.tp > job.cluster.gpus_per_node;
+
+  // ---- N§4 tensor parallel: 2 all-reduces of T x h per layer forward and 2 backward (+2 for a
+  // full recompute); with SP the same bytes move as all-gather + reduce-scatter.
+  if (par.tp > 1) {
+    const double msg = T * h * ab;
+    const double per_layer = (4 + (tr.recompute == Recompute::kFull ? 2 : 0));
+    const double t_one = CollectiveTime(Collective::kAllReduce, msg, par.tp, gp.tp_per_node, hw);
+    cd.tp_bytes = m * L * per_layer * msg;
+    cd.tp_s = m * L * per_layer * t_one;
+    b.tp_comm_s = (1 - k.tp_overlap) * cd.tp_s;
+  }
+  // ---- N§4 context parallel: ring passing of K and V (cp - 1 steps forward, twice backward).
+  if (par.cp > 1) {
+    const double kv_block = 2 * T * a.KvDim() / t * ab;
+    const double t_step = CollectiveTime(Collective::kSendRecv, kv_block, par.cp, gp.cp_per_node, hw);
+    cd.cp_bytes = m * L * 3 * (par.cp - 1) * kv_block;
+    cd.cp_s = m * L * 3 * (par.cp - 1) * t_step;
+    const double attn_time = m * L * (1 + attn_bwd_factor) * t_attn_fwd;
+    b.cp_comm_s = std::max(0.0, cd.cp_s - k.cp_overlap * attn_time);
+  }
+  // ---- N§4 pipeline: activations T x h (/t with SP) each way per micro-batch and virtual stage.
+  if (par.pp > 1) {
+    const double msg = T * h * ab / rep;
+    const double per_node = gp.pp_crosses_nodes ? 1 : 2;
+    const double t_one = CollectiveTime(Collective::kSendRecv, msg, 2, static_cast<int64_t>(per_node), hw);
+    cd.pp_bytes = 2 * m * par.vpp * msg;
+    cd.pp_s = 2 * m * par.vpp * t_one;
+    b.pp_comm_s = (1 - k.pp_overlap) * cd.pp_s;
+  }
+  // ---- N§4 expert parallel: dispatch + combine all-to-all, forward and backward.
+  if (moe && par.ep > 1) {
+    const double msg = T * a.experts_per_token * h * ab;
+    const double t_one = CollectiveTime(Collective::kAllToAll, msg, par.ep, gp.ep_per_node, hw);
+    const double moe_layers = L * moe_frac;
+    cd.ep_bytes = m * moe_layers * 4 * msg;
+    cd.ep_s = m * moe_layers * 4 * t_one;
+    b.ep_comm_s = cd.ep_s;
+  }
+  // ---- N§4 data parallel / ZeRO / FSDP over dp x cp.
+  const int64_t dpn = par.dp * par.cp;
+  const ParamCounts pc = CountParams(a);
+  const bool lora = tr.method == Method::kLora || tr.method == Method::kQlora;
+  const double params_local = static_cast<double>(pc.total) / (t * par.pp);
+  const double trainable_local = lora ? static_cast<double>(CountLoraParams(a, tr.lora)) / (t * par.pp) : params_local;
+  const double gbytes = GradBytesPerParam(job), wbytes = WeightBytesPerParam(job);
+  if (dpn > 1) {
+    const int64_t dp_per_node = std::min<int64_t>(dpn, std::max<int64_t>(1, job.cluster.gpus_per_node / par.tp));
+    cd.dp_crosses_nodes = dp_per_node < dpn;
+    const double G = trainable_local * gbytes, W = (lora ? params_local : trainable_local) * wbytes;
+    cd.dp_busbw_bytes_per_s = BusBandwidth(Collective::kAllReduce, G, dpn, dp_per_node, hw);
+    const double ov = k.dp_overlap;
+    if (par.zero <= 1) {
+      const double t_ar = CollectiveTime(Collective::kAllReduce, G, dpn, dp_per_node, hw);
+      cd.dp_bytes = 2 * G;
+      cd.dp_s = t_ar;
+      b.dp_comm_s = std::max(0.0, t_ar - ov * t_mb_bwd);  // overlapped with the last backward
+      if (par.zero == 1) {
+        const double t_ag = CollectiveTime(Collective::kAllGather, trainable_local * wbytes, dpn, dp_per_node, hw);
+        cd.dp_s += t_ag;
+        b.dp_comm_s += std::max(0.0, t_ag - ov * t_mb_fwd);
+      }
+    } else if (par.zero == 2) {
+      const double t_rs = CollectiveTime(Collective::kReduceScatter, G, dpn, dp_per_node, hw);
+      const double t_ag = CollectiveTime(Collective::kAllGather, trainable_local * wbytes, dpn, dp_per_node, hw);
+      cd.dp_bytes = m * G + trainable_local * wbytes;
+      cd.dp_s = m * t_rs + t_ag;
+      b.dp_comm_s = m * std::max(0.0, t_rs - ov * t_mb_bwd) + std::max(0.0, t_ag - ov * t_mb_fwd);
+    } else {
+      // FSDP / ZeRO-3: all-gather weights in forward and again in backward, reduce-scatter grads,
+      // every micro-batch (the weights are resharded after each pass).
+      const double t_ag = CollectiveTime(Collective::kAllGather, W, dpn, dp_per_node, hw);
+      const double t_rs = CollectiveTime(Collective::kReduceScatter, G, dpn, dp_per_node, hw);
+      cd.dp_bytes = m * (2 * W + G);
+      cd.dp_s = m * (2 * t_ag + t_rs);
+      b.dp_comm_s = m * (std::max(0.0, t_ag - ov * t_mb_fwd) + std::max(0.0, t_ag + t_rs - ov * t_mb_bwd));
+    }
+  }
+  // ---- P§1 bubble: (p - 1) / v micro-batch times (Narayanan et al. 2021 §2.2).
+  if (par.pp > 1) b.bubble_s = static_cast<double>(par.pp - 1) / par.vpp * t_mb_compute;
+  // ---- C§5 optimizer step: memory-bound pass over the local (sharded) trainable parameters.
+  const double opt_params = trainable_local / (par.zero >= 1 ? static_cast<double>(dpn) : 1.0);
+  if (par.offload == Offload::kNone) {
+    b.optimizer_s = opt_params * k.optimizer_bytes_per_param / (*hw.gpu.mem_bw_bytes_per_s * k.hbm_eff);
+  } else {
+    // Gradients down and weights up over PCIe each step (CPU Adam itself is not modelled).
+    b.optimizer_s = opt_params * (gbytes + wbytes) / hw.host_bytes_per_s;
+  }
+  b.overhead_s = k.step_fixed_s;
+  const double pre_io = b.Total();
+  // ---- I§1 data loading: the step's tokens read from storage, overlapped with the step.
+  const double nodes = std::ceil(static_cast<double>(job.cluster.num_gpus) / job.cluster.gpus_per_node);
+  e.tokens_per_step = static_cast<double>(tr.global_batch) * s;
+  if (hw.storage && hw.storage->read_bytes_per_s) {
+    const double bw = *hw.storage->read_bytes_per_s * (hw.storage->throughput_scope == "per-node" || hw.storage->tier == "local-nvme" ? nodes : 1.0);
+    const double t_read = e.tokens_per_step * tr.data_bytes_per_token / bw;
+    b.data_s = std::max(0.0, t_read - pre_io);
+  }
+  // ---- I§2 checkpoints: size, write time on the storage tier, stall amortized per step.
+  const double ckpt_per_param = tr.checkpoint_full_state && !lora ? wbytes + OptimizerBytesPerParam(job) : wbytes;
+  e.checkpoint_bytes = lora ? static_cast<double>(CountLoraParams(a, tr.lora)) * 16 : static_cast<double>(pc.total) * ckpt_per_param;
+  if (hw.storage && hw.storage->write_bytes_per_s) {
+    const double bw = *hw.storage->write_bytes_per_s * (hw.storage->throughput_scope == "per-node" || hw.storage->tier == "local-nvme" ? nodes : 1.0);
+    e.checkpoint_write_s = e.checkpoint_bytes / bw;
+    // Async: only the device-to-host copy of this GPU's shard stalls training.
+    const double stall = tr.checkpoint_async ? e.checkpoint_bytes / job.cluster.num_gpus / hw.host_bytes_per_s : e.checkpoint_write_s;
+    const double steps_between = tr.checkpoint_interval_min * 60 / pre_io;
+    b.checkpoint_s = stall / std::max(1.0, steps_between);
+  }
+  e.step_time_s = b.Total();
+  const double gpus = static_cast<double>(job.cluster.num_gpus);
+  e.tokens_per_s = e.tokens_per_step / e.step_time_s;
+  e.tokens_per_s_per_gpu = e.tokens_per_s / gpus;
+  e.model_flops_per_token = ModelFlopsPerToken(a, tr.seq_len);
+  if (lora) e.model_flops_per_token = e.model_flops_per_token;  // same convention: frozen base still runs fwd+bwd
+  e.mfu = e.tokens_per_s_per_gpu * e.model_flops_per_token / peak_mm;
+  e.hfu = e.hardware_flops_per_step / e.step_time_s / gpus / peak_mm;
+  e.model_tflops_per_gpu = e.tokens_per_s_per_gpu * e.model_flops_per_token / 1e12;
+  if (tr.tokens > 0) {
+    e.time_to_train_s = tr.tokens / e.tokens_per_s;
+    e.gpu_hours = e.time_to_train_s * gpus / 3600;
+  }
+  return e;
+}
+
+std::string Bottleneck(const Job& job, const HardwareContext& hw, const StepEstimate& e) {
+  const StepBreakdown& b = e.breakdown;
+  struct Part { const char* name; double s; };
+  const Part parts[] = {{"compute", b.compute_s}, {"tp", b.tp_comm_s}, {"cp", b.cp_comm_s}, {"pp", b.pp_comm_s},
+                        {"dp", b.dp_comm_s}, {"ep", b.ep_comm_s}, {"bubble", b.bubble_s}, {"data", b.data_s},
+                        {"optimizer", b.optimizer_s}, {"checkpoint", b.checkpoint_s}};
+  const Part* top = &parts[0];
+  for (const auto& p : parts) if (p.s > top->s) top = &p;
+  const double share = 100 * top->s / e.step_time_s;
+  char buf[640];
+  const std::string top_name = top->name;
+  if (top_name == "compute") {
+    std::snprintf(buf, sizeof buf,
+                  "compute-bound: matmuls and attention are %.0f%% of the %.3g s step (MFU %.0f%% of %s's %.0f TFLOP/s %s peak); "
+                  "communication is not what limits this job",
+                  share, e.step_time_s, 100 * e.mfu, hw.gpu.id.c_str(), e.peak_flops / 1e12,
+                  ToString(job.training.precision).c_str());
+  } else if (top_name == "dp") {
+    // What the step would be with RDMA-class bandwidth for the same traffic.
+    const double fast_bw = hw.rdma_reference_bytes_per_s;
+    const double ratio = e.comm.dp_busbw_bytes_per_s > 0 ? std::min(1.0, e.comm.dp_busbw_bytes_per_s / fast_bw) : 1.0;
+    const double faster = e.step_time_s - b.dp_comm_s * (1 - ratio);
+    std::snprintf(buf, sizeof buf,
+                  "exposed data-parallel gradient sync over %s%s is %.0f%% of the step (%.3g s of %.3g s)%s",
+                  e.comm.dp_crosses_nodes ? hw.inter.name.c_str() : hw.intra.name.c_str(),
+                  e.comm.dp_crosses_nodes && !hw.rdma ? " without RDMA" : "", share, b.dp_comm_s, e.step_time_s,
+                  e.comm.dp_crosses_nodes && ratio < 0.9
+                      ? (": RDMA at 400 Gb/s per GPU would cut the step to " + std::to_string(faster).substr(0, 6) + " s").c_str()
+                      : ": raise micro-batch/accumulation or use ZeRO-1/2 instead of 3 to send less per token");
+  } else if (top_name == "tp") {
+    std::snprintf(buf, sizeof buf,
+                  "tensor-parallel all-reduces are %.0f%% of the step (%.3g s of %.3g s) over %s: %s",
+                  share, b.tp_comm_s, e.step_time_s, e.comm.tp_crosses_nodes ? hw.inter.name.c_str() : hw.intra.name.c_str(),
+                  e.comm.tp_crosses_nodes ? "keep tp within a node" : "lower tp or use NVLink/NVSwitch");
+  } else if (top_name == "bubble") {
+    std::snprintf(buf, sizeof buf,
+                  "the pipeline bubble is %.0f%% of the step (pp %lld, %lld micro-batches, vpp %lld): more micro-batches or interleaving shrink it",
+                  share, static_cast<long long>(job.parallel.pp), static_cast<long long>(e.grad_accum),
+                  static_cast<long long>(job.parallel.vpp));
+  } else if (top_name == "data") {
+    std::snprintf(buf, sizeof buf, "data loading stalls %.0f%% of the step on %s: stage the dataset on local NVMe",
+                  share, hw.storage ? hw.storage->id.c_str() : "storage");
+  } else if (top_name == "checkpoint") {
+    std::snprintf(buf, sizeof buf, "checkpoint writes stall %.0f%% of the time (%.3g GB per checkpoint, %.3g s to write): write asynchronously or less often",
+                  share, e.checkpoint_bytes / 1e9, e.checkpoint_write_s);
+  } else {
+    std::snprintf(buf, sizeof buf, "%s is the largest part of the step: %.0f%% (%.3g s of %.3g s)", top->name, share,
+                  top->s, e.step_time_s);
+  }
+  return buf;
+}
+
+}  // namespace gpuplan

@@ -1,0 +1,199 @@
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+#include "gpuplan/report.h"
+
+namespace gpuplan {
+
+namespace {
+std::string F(const char* fmt, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, fmt, v);
+  return buf;
+}
+std::string Duration(double s) {
+  char buf[64];
+  if (s < 120) std::snprintf(buf, sizeof buf, "%.1f s", s);
+  else if (s < 2 * 3600) std::snprintf(buf, sizeof buf, "%.1f min", s / 60);
+  else if (s < 3 * 86400) std::snprintf(buf, sizeof buf, "%.1f h", s / 3600);
+  else std::snprintf(buf, sizeof buf, "%.1f days", s / 86400);
+  return buf;
+}
+struct Part { const char* key; const char* label; double StepBreakdown::*field; };
+const Part kParts[] = {
+    {"compute", "compute (matmul, attention, elementwise, recompute)", &StepBreakdown::compute_s},
+    {"tp_comm", "exposed tensor-parallel comm", &StepBreakdown::tp_comm_s},
+    {"cp_comm", "exposed context-parallel comm", &StepBreakdown::cp_comm_s},
+    {"pp_comm", "exposed pipeline send/recv", &StepBreakdown::pp_comm_s},
+    {"dp_comm", "exposed data-parallel / ZeRO comm", &StepBreakdown::dp_comm_s},
+    {"ep_comm", "expert all-to-all", &StepBreakdown::ep_comm_s},
+    {"bubble", "pipeline bubble", &StepBreakdown::bubble_s},
+    {"data", "data-loader stall", &StepBreakdown::data_s},
+    {"optimizer", "optimizer step", &StepBreakdown::optimizer_s},
+    {"checkpoint", "checkpoint stall (amortized)", &StepBreakdown::checkpoint_s},
+    {"overhead", "fixed per-step overhead", &StepBreakdown::overhead_s},
+};
+}  // namespace
+
+nlohmann::json EstimateToJson(const EstimateReport& r) {
+  const StepEstimate& e = r.estimate;
+  nlohmann::json bd;
+  for (const auto& p : kParts) bd[p.key] = e.breakdown.*(p.field);
+  nlohmann::json mem = MemoryToJson(r.memory);
+  mem.erase("inputs");
+  mem.erase("version");
+  mem.erase("schema");
+  return {
+      {"version", kVersion},
+      {"schema", kJsonSchemaVersion},
+      {"inputs", JobToJson(r.job)},
+      {"hardware",
+       {{"gpu", r.hw.gpu.id}, {"intra_node", r.hw.intra.id}, {"intra_node_default", r.hw.intra_default},
+        {"network", r.hw.inter.id}, {"network_default", r.hw.inter_default}, {"nics_per_node", r.hw.nics_per_node},
+        {"rdma", r.hw.rdma}, {"peak_flops", e.peak_flops}}},
+      {"step_time_s", e.step_time_s},
+      {"grad_accum_steps", e.grad_accum},
+      {"tokens_per_step", e.tokens_per_step},
+      {"tokens_per_s_per_gpu", e.tokens_per_s_per_gpu},
+      {"tokens_per_s", e.tokens_per_s},
+      {"mfu", e.mfu},
+      {"hfu", e.hfu},
+      {"model_tflops_per_gpu", e.model_tflops_per_gpu},
+      {"model_flops_per_token", e.model_flops_per_token},
+      {"time_to_train_s", e.time_to_train_s},
+      {"gpu_hours", e.gpu_hours},
+      {"breakdown_s", bd},
+      {"communication",
+       {{"tp_bytes", e.comm.tp_bytes}, {"tp_s", e.comm.tp_s}, {"cp_bytes", e.comm.cp_bytes}, {"cp_s", e.comm.cp_s},
+        {"pp_bytes", e.comm.pp_bytes}, {"pp_s", e.comm.pp_s}, {"dp_bytes", e.comm.dp_bytes}, {"dp_s", e.comm.dp_s},
+        {"ep_bytes", e.comm.ep_bytes}, {"ep_s", e.comm.ep_s}, {"dp_crosses_nodes", e.comm.dp_crosses_nodes}}},
+      {"checkpoint", {{"bytes", e.checkpoint_bytes}, {"write_s", e.checkpoint_write_s}}},
+      {"bottleneck", r.bottleneck},
+      {"memory", mem},
+  };
+}
+
+std::string EstimateToText(const EstimateReport& r, bool md) {
+  const StepEstimate& e = r.estimate;
+  const Job& j = r.job;
+  std::string out;
+  char buf[768];
+  std::snprintf(buf, sizeof buf, "%s%s on %lld x %s (%lld per node), intra-node %s%s, network %s x %.0f per node%s%s%s\n",
+                md ? "**" : "", j.arch.name.c_str(), static_cast<long long>(j.cluster.num_gpus), r.hw.gpu.id.c_str(),
+                static_cast<long long>(j.cluster.gpus_per_node), r.hw.intra.id.c_str(), r.hw.intra_default ? " (default)" : "",
+                r.hw.inter.id.c_str(), r.hw.nics_per_node, r.hw.inter_default ? " (default)" : "",
+                r.hw.rdma ? ", RDMA" : ", no RDMA", md ? "**" : "");
+  out += buf;
+  std::snprintf(buf, sizeof buf, "layout: tp %lld, pp %lld (vpp %lld), dp %lld, cp %lld, ep %lld, ZeRO %d; micro-batch %lld x %lld accumulation = global batch %lld x seq %lld\n\n",
+                static_cast<long long>(j.parallel.tp), static_cast<long long>(j.parallel.pp), static_cast<long long>(j.parallel.vpp),
+                static_cast<long long>(j.parallel.dp), static_cast<long long>(j.parallel.cp), static_cast<long long>(j.parallel.ep),
+                j.parallel.zero, static_cast<long long>(j.training.micro_batch), static_cast<long long>(e.grad_accum),
+                static_cast<long long>(j.training.global_batch), static_cast<long long>(j.training.seq_len));
+  out += buf;
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& p : kParts) {
+    const double v = e.breakdown.*(p.field);
+    if (v <= 0 && std::string(p.key) != "compute") continue;
+    rows.push_back({p.label, F("%.4f", v), F("%.1f", 100 * v / e.step_time_s)});
+  }
+  rows.push_back({"step", F("%.4f", e.step_time_s), "100.0"});
+  out += RenderTable({"part of the step", "seconds", "%"}, rows, md);
+  out += "\n";
+  std::vector<std::vector<std::string>> m = {
+      {"tokens/s per GPU", F("%.0f", e.tokens_per_s_per_gpu)},
+      {"tokens/s total", F("%.0f", e.tokens_per_s)},
+      {"MFU (6N + 12·L·h·s)", F("%.1f%%", 100 * e.mfu)},
+      {"HFU (with recompute)", F("%.1f%%", 100 * e.hfu)},
+      {"model TFLOP/s per GPU", F("%.1f", e.model_tflops_per_gpu)},
+  };
+  if (j.training.tokens > 0) {
+    m.push_back({"time to train " + FormatCount(j.training.tokens) + " tokens", Duration(e.time_to_train_s)});
+    m.push_back({"GPU-hours", F("%.0f", e.gpu_hours)});
+  }
+  if (e.checkpoint_bytes > 0)
+    m.push_back({"checkpoint size (GB)", F("%.1f", e.checkpoint_bytes / 1e9)});
+  out += RenderTable({"metric", "value"}, m, md);
+  out += "\nbottleneck: " + r.bottleneck + "\n\nmemory per GPU: " + FormatGiB(r.memory.memory.total_bytes) + " GiB of " +
+         FormatGiB(r.memory.gpu.memory_bytes) + " GiB (" + (r.memory.fits ? "fits" : "DOES NOT FIT") +
+         "); 'gpuplan memory' with the same arguments breaks it down\n";
+  return out;
+}
+
+std::string ValidationToText(const ValidationReport& r, bool all_rows) {
+  std::string out;
+  std::vector<std::vector<std::string>> rows;
+  int skipped = 0;
+  for (const auto& v : r.rows) {
+    if (!v.used) {
+      ++skipped;
+      if (all_rows) rows.push_back({std::to_string(v.row.line), v.row.model_name.substr(0, 28), "", "", "", "", "skipped: " + v.reason});
+      continue;
+    }
+    const Job& j = v.row.job;
+    rows.push_back({std::to_string(v.row.line), v.row.model_name.substr(0, 28), j.cluster.gpu,
+                    std::to_string(j.cluster.num_gpus), F(v.memory ? "%.1f GiB" : "%.0f", v.measured_tokens_per_s_per_gpu),
+                    F(v.memory ? "%.1f GiB" : "%.0f", v.predicted_tokens_per_s_per_gpu), F("%+.1f%%", 100 * v.error)});
+  }
+  out += RenderTable({"line", "model", "gpu", "gpus", "measured tok/s/GPU", "predicted", "error"}, rows, false);
+  auto summary = [&](const std::vector<ErrorSummary>& groups, const char* title) {
+    std::vector<std::vector<std::string>> s;
+    for (const auto& g : groups)
+      s.push_back({g.group.substr(0, 90), std::to_string(g.rows), F("%.1f%%", 100 * g.median_abs), F("%.1f%%", 100 * g.p90_abs),
+                   F("%+.1f%%", 100 * g.mean_signed)});
+    out += std::string("\n") + title + "\n" + RenderTable({"group", "rows", "median |err|", "p90 |err|", "mean err"}, s, false);
+  };
+  summary({r.overall}, "throughput (tokens/s per GPU), all usable rows:");
+  if (r.memory.rows > 0) summary({r.memory}, "peak memory rows:");
+  summary(r.by_source, "by source:");
+  summary(r.by_gpu, "by GPU:");
+  out += "\nrows not predicted: " + std::to_string(skipped) + (all_rows ? "" : " (--all lists each with its reason)") + "\n";
+  return out;
+}
+
+std::string ValidationToMarkdown(const ValidationReport& r, const std::string& input) {
+  std::string out = "# Validation: predictions vs published measurements\n\n";
+  out += "Generated by `gpuplan validate " + input + "` (gpuplan " + kVersion +
+         "); do not edit by hand — rerun it after changing src/model or data/.\n\n";
+  out += "Each usable row of the input is predicted with the same code and data for every row (no per-row "
+         "special cases). Throughput rows compare tokens/s per GPU; rows reported as MFU, model TFLOP/s, "
+         "global tokens/s or iteration time are converted to tokens/s per GPU with the source's own FLOP "
+         "convention (docs/model/compute.md §1) and a run reported under several metrics is counted once.\n\n";
+  auto table = [&](const std::vector<ErrorSummary>& groups) {
+    std::vector<std::vector<std::string>> s;
+    for (const auto& g : groups)
+      s.push_back({g.group, std::to_string(g.rows), F("%.1f%%", 100 * g.median_abs), F("%.1f%%", 100 * g.p90_abs),
+                   F("%+.1f%%", 100 * g.mean_signed)});
+    return RenderTable({"group", "rows", "median abs error", "p90 abs error", "mean signed error"}, s, true);
+  };
+  out += "## Summary\n\n" + table({r.overall}) + "\n";
+  if (r.memory.rows > 0) out += "Peak memory rows:\n\n" + table({r.memory}) + "\n";
+  out += "### By source\n\n" + table(r.by_source) + "\n### By GPU\n\n" + table(r.by_gpu) + "\n";
+  std::map<std::string, int> reasons;
+  for (const auto& v : r.rows)
+    if (!v.used) {
+      std::string reason = v.reason;
+      if (reason.rfind("same run as line", 0) == 0) reason = "same run reported under another metric";
+      ++reasons[reason];
+    }
+  out += "## Rows not predicted, by reason\n\n";
+  std::vector<std::vector<std::string>> rs;
+  for (const auto& [k, n] : reasons) rs.push_back({k, std::to_string(n)});
+  out += RenderTable({"reason", "rows"}, rs, true);
+  out += "\n## Every predicted row\n\n";
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& v : r.rows) {
+    if (!v.used) continue;
+    const Job& j = v.row.job;
+    rows.push_back({std::to_string(v.row.line), v.row.model_name, j.cluster.gpu, std::to_string(j.cluster.num_gpus),
+                    std::to_string(j.training.seq_len), std::to_string(j.training.micro_batch),
+                    ToString(j.training.precision), ToString(j.training.recompute),
+                    F(v.memory ? "%.1f GiB" : "%.0f", v.measured_tokens_per_s_per_gpu),
+                    F(v.memory ? "%.1f GiB" : "%.0f", v.predicted_tokens_per_s_per_gpu), F("%+.1f%%", 100 * v.error)});
+  }
+  out += RenderTable({"line", "model", "gpu", "gpus", "seq", "micro-batch", "precision", "recompute", "measured", "predicted", "error"}, rows, true);
+  return out;
+}
+
+}  // namespace gpuplan

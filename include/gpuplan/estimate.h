@@ -17,7 +17,7 @@ struct EfficiencyConstants {
   double flash_eff = 0, eager_attn_eff = 0, hbm_eff = 0;
   double elem_h = 0, elem_f = 0, framework_overhead = 1, step_fixed_s = 0;
   double intra_eff = 0, intra_allreduce_eff = 0, inter_eff = 0;
-  double tcp_penalty = 1, hierarchical_overlap = 0, collective_latency_s = 0;
+  double tcp_penalty = 1, hierarchical_inter_factor = 1, collective_latency_s = 0;
   double tp_overlap = 0, dp_overlap = 0, cp_overlap = 0, pp_overlap = 0;
   double optimizer_bytes_per_param = 0;
 };
@@ -78,7 +78,8 @@ struct StepEstimate {
   double tokens_per_s = 0;
   double tokens_per_s_per_gpu = 0;
   double model_flops_per_token = 0;     // 6N + 12·L·h·s (llm-foundry convention)
-  double hardware_flops_per_step = 0;   // including recompute, causal attention as executed
+  double hardware_flops_per_step = 0;   // all GPUs, as executed (recompute, causal attention halved)
+  double recompute_flops_per_step = 0;  // all GPUs
   double mfu = 0, hfu = 0;
   double model_tflops_per_gpu = 0;
   double time_to_train_s = 0, gpu_hours = 0;

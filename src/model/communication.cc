@@ -62,7 +62,8 @@ double CollectiveTime(Collective c, double bytes, int64_t n_i, int64_t per_node_
   }
   // §3 hierarchical: an intra-node phase over the whole buffer and an inter-node phase in which
   // each GPU carries 1/per_node of it over its share of the NICs (NCCL's tree/ring across rails);
-  // the phases pipeline: time = max + overlap x min.
+  // the phases pipeline, and the cross-node phase reaches 1/factor of the NIC rate:
+  // time = max(intra, factor x inter).
   double t_intra, t_inter;
   if (c == Collective::kAllToAll) {
     t_intra = bytes * (per_node - 1) / n / IntraBandwidth(c, hw);
@@ -71,7 +72,7 @@ double CollectiveTime(Collective c, double bytes, int64_t n_i, int64_t per_node_
     t_intra = BusFactor(c, per_node) * bytes / IntraBandwidth(c, hw);
     t_inter = BusFactor(c, nodes) * (bytes / per_node) / inter_bw;
   }
-  const double t = std::max(t_intra, t_inter) + hw.k.hierarchical_overlap * std::min(t_intra, t_inter);
+  const double t = std::max(t_intra, hw.k.hierarchical_inter_factor * t_inter);
   return t + RingSteps(c, per_node) * Latency(hw.intra, hw) + RingSteps(c, nodes) * Latency(hw.inter, hw);
 }
 

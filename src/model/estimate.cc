@@ -37,12 +37,15 @@ EfficiencyConstants ResolveConstants(const GpuSpec& g, const LinkSpec& intra, co
   k.framework_overhead = cal.Get("framework_overhead");
   k.step_fixed_s = cal.Get("step_fixed_s");
   const std::string ic = LinkClass(intra);
-  k.intra_eff = ic == "nvswitch" ? cal.Get("link_eff.nvlink") : CalOr(cal, "link_eff." + ic, "link_eff.pcie");
+  // NVLink generation first (nvlink3), then the link class (nvlink, pcie, ...).
+  const std::string gen = intra.id.find("nvlink3") != std::string::npos ? "nvlink3" : "";
+  if (ic == "nvswitch" || ic == "nvlink") k.intra_eff = CalOr(cal, "link_eff." + gen, "link_eff.nvlink");
+  else k.intra_eff = CalOr(cal, "link_eff." + ic, "link_eff.pcie");
   k.intra_allreduce_eff = k.intra_eff;
   if (ic == "nvswitch") k.intra_allreduce_eff = CalOr(cal, "link_eff." + intra.id + ".all_reduce", "link_eff.nvswitch.all_reduce");
   k.inter_eff = CalOr(cal, "link_eff." + inter.kind, "link_eff.tcp");
   k.tcp_penalty = cal.Get("tcp_host_copy_penalty");
-  k.hierarchical_overlap = cal.Get("hierarchical_overlap");
+  k.hierarchical_inter_factor = cal.Get("hierarchical_inter_factor");
   k.collective_latency_s = cal.Get("collective_latency_s");
   k.tp_overlap = cal.Get("tp_comm_overlap");
   k.dp_overlap = cal.Get("dp_comm_overlap");
@@ -251,9 +254,11 @@ StepEstimate EstimateStep(const Job& job, const HardwareContext& hw) {
       (L * (t_layer_fwd + t_layer_bwd + t_recompute) + 3 * t_logits_fwd) * k.framework_overhead;
   const double t_mb_fwd = (L * t_layer_fwd + t_logits_fwd) * k.framework_overhead;
   const double t_mb_bwd = t_mb_compute - t_mb_fwd;
+  // Every GPU runs its stage's layers; only the last stage's GPUs run the output layer.
+  const double num_gpus = static_cast<double>(job.cluster.num_gpus);
   e.hardware_flops_per_step =
-      m * (L * (3 * flops_lin_fwd + (1 + attn_bwd_factor) * flops_attn_fwd + flops_recompute) + 3 * flops_logits_fwd) *
-      static_cast<double>(job.cluster.num_gpus) / par.pp;
+      m * (L * (3 * flops_lin_fwd + (1 + attn_bwd_factor) * flops_attn_fwd + flops_recompute) * num_gpus +
+           3 * flops_logits_fwd * num_gpus / par.pp);
 
   StepBreakdown& b = e.breakdown;
   b.compute_s = m * t_mb_compute;
@@ -375,7 +380,9 @@ StepEstimate EstimateStep(const Job& job, const HardwareContext& hw) {
   e.model_flops_per_token = ModelFlopsPerToken(a, tr.seq_len);
   if (lora) e.model_flops_per_token = e.model_flops_per_token;  // same convention: frozen base still runs fwd+bwd
   e.mfu = e.tokens_per_s_per_gpu * e.model_flops_per_token / peak_mm;
-  e.hfu = e.hardware_flops_per_step / e.step_time_s / gpus / peak_mm;
+  // HFU: the model FLOPs plus what recompute executes again (Korthikanti et al. 2022 §5).
+  e.recompute_flops_per_step = m * L * flops_recompute * gpus;
+  e.hfu = e.mfu + e.recompute_flops_per_step / e.step_time_s / gpus / peak_mm;
   e.model_tflops_per_gpu = e.tokens_per_s_per_gpu * e.model_flops_per_token / 1e12;
   if (tr.tokens > 0) {
     e.time_to_train_s = tr.tokens / e.tokens_per_s;

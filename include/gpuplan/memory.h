@@ -43,8 +43,9 @@ struct LayerActivation {
 LayerActivation LayerActivationBytes(const Job& job, bool moe_layer);
 
 // Peak over pipeline stages (first and last stage differ by embedding/logits).
-MemoryBreakdown EstimateMemory(const Job& job, const Calibration& cal = Calibration::Builtin());
-MemoryBreakdown EstimateMemoryForStage(const Job& job, int stage, const Calibration& cal);
+// detail=false skips the explained items (the totals are identical): the search's fast path.
+MemoryBreakdown EstimateMemory(const Job& job, const Calibration& cal = Calibration::Builtin(), bool detail = true);
+MemoryBreakdown EstimateMemoryForStage(const Job& job, int stage, const Calibration& cal, bool detail = true);
 
 // A memory-saving step and what it gives.
 struct MemorySuggestion {

@@ -183,7 +183,7 @@ LayerActivation LayerActivationBytes(const Job& job, bool moe_layer) {
   return out;
 }
 
-MemoryBreakdown EstimateMemoryForStage(const Job& job, int stage, const Calibration& cal) {
+MemoryBreakdown EstimateMemoryForStage(const Job& job, int stage, const Calibration& cal, bool detail) {
   MemoryBreakdown m;
   const Arch& a = job.arch;
   const TrainingSpec& tr = job.training;
@@ -195,10 +195,11 @@ MemoryBreakdown EstimateMemoryForStage(const Job& job, int stage, const Calibrat
   m.params_on_gpu = sp.dense + sp.expert;
   const double shard = ShardDp(job), eshard = ShardExpert(job);
   const double wb = WeightBytesPerParam(job), gb = GradBytesPerParam(job), ob = OptimizerBytesPerParam(job);
-  auto add = [&](const char* cat, std::string name, double bytes, std::string formula) {
-    if (bytes <= 0) return;
-    m.items.push_back({cat, std::move(name), bytes, std::move(formula)});
-  };
+  // Explanations are built only when asked for (the search calls this millions of times).
+#define ADD(cat, name, bytes, formula) \
+  do {                                  \
+    if (detail && (bytes) > 0) m.items.push_back({cat, name, bytes, formula}); \
+  } while (0)
   // §2.2 ZeRO: stage 1 shards optimizer states, 2 also gradients, 3 also weights, over dp*cp.
   auto sharded = [&](double bytes_per_param, int from_stage) {
     const bool on = par.zero >= from_stage;
@@ -212,18 +213,18 @@ MemoryBreakdown EstimateMemoryForStage(const Job& job, int stage, const Calibrat
       m.host_bytes += sharded(wb, 3);
     } else {
       m.weights_bytes = sharded(wb, 3);
-      add("weights", "weights (" + ToString(tr.precision == Precision::kFp32 ? Precision::kFp32 : Precision::kBf16) + ")",
+      ADD("weights", "weights (" + ToString(tr.precision == Precision::kFp32 ? Precision::kFp32 : Precision::kBf16) + ")",
           m.weights_bytes, Fmt("%.0f B x %.4g params", wb, sp.dense + sp.expert) + (par.zero >= 3 ? zero_note : ""));
     }
     m.gradients_bytes = sharded(gb, 2);
-    add("gradients", gb == 4 ? "gradients (fp32)" : "gradients (16-bit)", m.gradients_bytes,
+    ADD("gradients", gb == 4 ? "gradients (fp32)" : "gradients (16-bit)", m.gradients_bytes,
         Fmt("%.0f B x %.4g params", gb, sp.dense + sp.expert) + (par.zero >= 2 ? zero_note : ""));
     const double opt = sharded(ob, 1);
     if (par.offload != Offload::kNone) {
       m.host_bytes += opt;
     } else {
       m.optimizer_bytes = opt;
-      add("optimizer", "optimizer states (" + ToString(tr.optimizer) + (wb == 2 ? ", fp32 master" : "") + ")",
+      ADD("optimizer", "optimizer states (" + ToString(tr.optimizer) + (wb == 2 ? ", fp32 master" : "") + ")",
           opt, Fmt("%.0f B x %.4g params", ob, sp.dense + sp.expert) + (par.zero >= 1 ? zero_note : ""));
     }
   } else {
@@ -234,27 +235,27 @@ MemoryBreakdown EstimateMemoryForStage(const Job& job, int stage, const Calibrat
     double base = 0;
     if (tr.method == Method::kQlora) {
       base = sp.linear * (kNf4BytesPerParam + kNf4ConstBytesPerParam) + (params_gpu - sp.linear) * wb;
-      add("weights", "frozen base (NF4 linears + quantization constants, 16-bit rest)", base / base_div,
+      ADD("weights", "frozen base (NF4 linears + quantization constants, 16-bit rest)", base / base_div,
           Fmt("%.4g linear params x %.4f B + %.4g other x %.0f B", sp.linear,
               kNf4BytesPerParam + kNf4ConstBytesPerParam, params_gpu - sp.linear, wb));
     } else {
       base = params_gpu * wb;
-      add("weights", "frozen base weights", base / base_div, Fmt("%.0f B x %.4g params", wb, params_gpu));
+      ADD("weights", "frozen base weights", base / base_div, Fmt("%.0f B x %.4g params", wb, params_gpu));
     }
     const double lora_total = static_cast<double>(CountLoraParams(a, tr.lora));
     m.trainable_params = static_cast<int64_t>(lora_total);
     const double adapters = lora_total * sp.layers / a.layers / par.tp;
     const double adapter_w = adapters * wb / (par.zero >= 3 ? shard : 1.0);
-    add("weights", "LoRA adapters", adapter_w, Fmt("%.0f B x %.4g adapter params", wb, adapters));
+    ADD("weights", "LoRA adapters", adapter_w, Fmt("%.0f B x %.4g adapter params", wb, adapters));
     m.weights_bytes = base / base_div + adapter_w;
     m.gradients_bytes = adapters * gb / (par.zero >= 2 ? shard : 1.0);
-    add("gradients", "adapter gradients", m.gradients_bytes, Fmt("%.0f B x %.4g", gb, adapters));
+    ADD("gradients", "adapter gradients", m.gradients_bytes, Fmt("%.0f B x %.4g", gb, adapters));
     const double opt = adapters * ob / (par.zero >= 1 ? shard : 1.0);
     if (par.offload != Offload::kNone) {
       m.host_bytes += opt;
     } else {
       m.optimizer_bytes = opt;
-      add("optimizer", "adapter optimizer states", opt, Fmt("%.0f B x %.4g", ob, adapters));
+      ADD("optimizer", "adapter optimizer states", opt, Fmt("%.0f B x %.4g", ob, adapters));
     }
   }
 
@@ -269,7 +270,7 @@ MemoryBreakdown EstimateMemoryForStage(const Job& job, int stage, const Calibrat
   const double per_mb = (sp.layers - sp.moe_layers) * dense_act.saved_bytes + sp.moe_layers * moe_act.saved_bytes;
   const double inflight = static_cast<double>(m.inflight_microbatches) * interleave;
   m.activations_bytes = per_mb * inflight;
-  add("activations", "transformer layers (" + ToString(tr.recompute) + " recompute)", m.activations_bytes,
+  ADD("activations", "transformer layers (" + ToString(tr.recompute) + " recompute)", m.activations_bytes,
       Fmt("%.4g B/layer x %.0f layers x %.3g micro-batches in flight", dense_act.saved_bytes,
           static_cast<double>(sp.layers), inflight));
   const double s_local = static_cast<double>(tr.seq_len) / par.cp;
@@ -281,7 +282,7 @@ MemoryBreakdown EstimateMemoryForStage(const Job& job, int stage, const Calibrat
     // int64 token ids saved by the embedding (+ position ids for a learned position table).
     const double ids = (sb * 8 + (a.position == PositionKind::kLearned ? s_local * 8 : 0)) * inflight;
     m.activations_bytes += ids;
-    add("activations", "token ids (int64)", ids, Fmt("8 B x %.4g tokens", sb * inflight));
+    ADD("activations", "token ids (int64)", ids, Fmt("8 B x %.4g tokens", sb * inflight));
   }
   double loss_transient = 0;
   if (stage == par.pp - 1) {
@@ -289,7 +290,7 @@ MemoryBreakdown EstimateMemoryForStage(const Job& job, int stage, const Calibrat
     const double head = NormSavedPerToken(a) * sb * a.hidden / rep * ab + NormStatsBytesPerToken(a) * sb / rep +
                         4 * sb * a.vocab / t + 8 * sb;  // + int64 targets
     m.activations_bytes += head;
-    add("activations", "final norm + fp32 log-probs (cross-entropy)", head,
+    ADD("activations", "final norm + fp32 log-probs (cross-entropy)", head,
         Fmt("%.0f x %.4g x %.0f B + 4 B x %.4g x vocab / tp", NormSavedPerToken(a), sb * a.hidden, ab, sb));
     loss_transient = 8 * sb * a.vocab / t;  // two fp32 logit-sized gradients in loss backward
   }
@@ -302,7 +303,7 @@ MemoryBreakdown EstimateMemoryForStage(const Job& job, int stage, const Calibrat
   const double transient = std::max(loss_transient, recompute_ws);
   if (transient > 0) {
     m.buffers_bytes += transient;
-    add("buffers", loss_transient >= recompute_ws ? "logits gradients (loss backward, fp32)" : "recompute working set (one layer)",
+    ADD("buffers", loss_transient >= recompute_ws ? "logits gradients (loss backward, fp32)" : "recompute working set (one layer)",
         transient, loss_transient >= recompute_ws ? Fmt("8 B x %.4g tokens x vocab %.0f / tp", sb, static_cast<double>(a.vocab))
                                                   : "one layer's activations rebuilt in backward");
   }
@@ -314,23 +315,23 @@ MemoryBreakdown EstimateMemoryForStage(const Job& job, int stage, const Calibrat
     const double stage_params = sp.dense + sp.expert;
     const double g = stage_params * (wb + (IsLora(job) ? 0 : wb));
     m.buffers_bytes += g;
-    add("buffers", "FSDP+PP: unsharded stage weights + accumulated unsharded grads", g,
+    ADD("buffers", "FSDP+PP: unsharded stage weights + accumulated unsharded grads", g,
         Fmt("%.4g params x (%.0f B + %.0f B)", stage_params, wb, IsLora(job) ? 0.0 : wb));
   } else if (gathers) {
     const double layers = cal.Get("zero3_prefetch_layers");
     const double g = sp.layer * (layers * wb + (IsLora(job) ? 0 : gb));
     m.buffers_bytes += g;
-    add("buffers", "ZeRO-3/FSDP unsharded layers (gathered weights + unsharded grads)", g,
+    ADD("buffers", "ZeRO-3/FSDP unsharded layers (gathered weights + unsharded grads)", g,
         Fmt("%.0f layers x %.4g params x %.0f B + grads of one layer", layers, sp.layer, wb));
   } else if ((par.zero == 1 || par.zero == 2) && shard > 1 && !IsLora(job)) {
     const double bucket = std::min(cal.Get("zero_bucket_elements"), sp.dense + sp.expert) * gb;
     m.buffers_bytes += bucket;
-    add("buffers", "ZeRO reduce bucket", bucket, Fmt("min(%.3g elements, params) x %.0f B", cal.Get("zero_bucket_elements"), gb));
+    ADD("buffers", "ZeRO reduce bucket", bucket, Fmt("min(%.3g elements, params) x %.0f B", cal.Get("zero_bucket_elements"), gb));
   }
   if (tr.method == Method::kQlora) {
     const double deq = sp.largest_matrix * wb;
     m.buffers_bytes += deq;
-    add("buffers", "QLoRA dequantized matrix", deq, Fmt("largest matrix %.4g params x %.0f B", sp.largest_matrix, wb));
+    ADD("buffers", "QLoRA dequantized matrix", deq, Fmt("largest matrix %.4g params x %.0f B", sp.largest_matrix, wb));
   }
 
   // §5 runtime overhead and allocator headroom.
@@ -339,17 +340,18 @@ MemoryBreakdown EstimateMemoryForStage(const Job& job, int stage, const Calibrat
   const double nccl = job.cluster.num_gpus > 1 ? cal.Get("nccl_buffers_bytes") : 0;
   const double frag = cal.Get("allocator_fragmentation") * allocated;
   m.overhead_bytes = ctx + nccl + frag;
-  add("overhead", "CUDA context + kernels", ctx, "calibration cuda_context_bytes");
-  add("overhead", "NCCL communicator buffers", nccl, "calibration nccl_buffers_bytes");
-  add("overhead", "caching-allocator headroom", frag, Fmt("%.2f x allocated", cal.Get("allocator_fragmentation")));
+  ADD("overhead", "CUDA context + kernels", ctx, "calibration cuda_context_bytes");
+  ADD("overhead", "NCCL communicator buffers", nccl, "calibration nccl_buffers_bytes");
+  ADD("overhead", "caching-allocator headroom", frag, Fmt("%.2f x allocated", cal.Get("allocator_fragmentation")));
   m.total_bytes = allocated + m.overhead_bytes;
   return m;
+#undef ADD
 }
 
-MemoryBreakdown EstimateMemory(const Job& job, const Calibration& cal) {
-  MemoryBreakdown best = EstimateMemoryForStage(job, 0, cal);
+MemoryBreakdown EstimateMemory(const Job& job, const Calibration& cal, bool detail) {
+  MemoryBreakdown best = EstimateMemoryForStage(job, 0, cal, detail);
   if (job.parallel.pp > 1) {
-    MemoryBreakdown last = EstimateMemoryForStage(job, static_cast<int>(job.parallel.pp - 1), cal);
+    MemoryBreakdown last = EstimateMemoryForStage(job, static_cast<int>(job.parallel.pp - 1), cal, detail);
     if (last.total_bytes > best.total_bytes) best = std::move(last);
   }
   return best;

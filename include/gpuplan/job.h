@@ -63,12 +63,31 @@ struct ClusterSpec {
   int64_t cpu_cores_per_gpu = 0;  // Default: 0 = unknown (no data-loader check).
 };
 
+enum class Objective { kTime, kCost, kBalanced };
+enum class SpotPolicy { kNo, kAllowed, kOnly };
+
+// What the planner must respect (the `constraints:` section; flags mirror it).
+struct Constraints {
+  double deadline_hours = 0;        // Default: 0 = no deadline.
+  double budget_usd = 0;            // Default: 0 = no budget limit.
+  int64_t max_gpus = 1024;          // Default: 1024.
+  std::vector<std::string> clouds;  // Default: all providers in the catalog.
+  std::vector<std::string> gpus;    // Default: every GPU id.
+  SpotPolicy spot = SpotPolicy::kNo;  // Default: no (on-demand prices).
+  double min_memory_headroom = 0.05;  // Default: 5% of GPU memory kept free.
+  Objective objective = Objective::kBalanced;  // Default: balanced (time x cost).
+  double rerun_factor = 1.3;        // Default: 1.3 (debugging and reruns add 30%, seed 000).
+  bool allow_tp_across_nodes = false;  // Default: false.
+  int64_t top = 10;                 // Default: 10 plans shown.
+};
+
 struct Job {
   std::string source;     // file the job came from ("" = command line)
   Arch arch;
   TrainingSpec training;
   ParallelSpec parallel;
   ClusterSpec cluster;
+  Constraints constraints;
   // Which keys the user set explicitly (dotted), so planners know what is pinned.
   std::map<std::string, Location> set_keys;
   bool IsSet(const std::string& key) const { return set_keys.count(key) > 0; }
@@ -92,5 +111,7 @@ std::string ToString(Precision p);
 std::string ToString(Optimizer o);
 std::string ToString(Recompute r);
 std::string ToString(Offload o);
+std::string ToString(Objective o);
+std::string ToString(SpotPolicy s);
 
 }  // namespace gpuplan

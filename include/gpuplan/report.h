@@ -58,3 +58,12 @@ std::string ValidationToText(const ValidationReport& r, bool all_rows);
 std::string ValidationToMarkdown(const ValidationReport& r, const std::string& input_path);
 
 }  // namespace gpuplan
+
+#include "gpuplan/plan.h"
+
+namespace gpuplan {
+
+nlohmann::json PlanToJson(const PlanResult& r, const Job& job);
+std::string PlanToText(const PlanResult& r, const Job& job, bool markdown);
+
+}  // namespace gpuplan

@@ -21,7 +21,7 @@ size_t Distance(const std::string& a, const std::string& b) {
 bool IsBoolKey(const std::string& key) {
   static const char* kBools[] = {"model.norm_bias", "model.linear_bias", "model.qkv_bias", "model.tied_embeddings",
                                  "model.dropout", "training.flash_attention", "training.fp32_grads", "training.checkpoint_async", "training.checkpoint_full_state",
-                                 "parallel.sequence_parallel", "cluster.gpudirect_rdma"};
+                                 "parallel.sequence_parallel", "cluster.gpudirect_rdma", "constraints.allow_tp_across_nodes"};
   for (const char* k : kBools)
     if (key == k) return true;
   return false;

@@ -18,6 +18,7 @@ struct Command {
 const Command kCommands[] = {
     {"memory", "training memory per GPU, broken down; does it fit, and what would", gpuplan::cli::CmdMemory},
     {"estimate", "step time, throughput, MFU and time to train, with the bottleneck", gpuplan::cli::CmdEstimate},
+    {"plan", "search cloud instances and layouts for the best whole setup", gpuplan::cli::CmdPlan},
     {"validate", "predict published runs (runs.csv format) and report the error", gpuplan::cli::CmdValidate},
     {"models", "list the built-in model presets", gpuplan::cli::CmdModels},
     {"catalog", "list catalog rows: gpus | links | instances | storage", gpuplan::cli::CmdCatalog},

@@ -269,6 +269,78 @@ const std::vector<KeyEntry>& Entries() {
     });
     add("cluster.storage", "storage", "storage id for data and checkpoints (gpuplan catalog storage)", Str([](Job& j) -> std::string& { return j.cluster.storage; }));
     add("cluster.cpu_cores_per_gpu", "cpu-cores-per-gpu", "host CPU cores per GPU", Int([](Job& j) -> int64_t& { return j.cluster.cpu_cores_per_gpu; }, 1, 1024));
+    // constraints (the planner)
+    add("constraints.deadline_hours", "deadline-hours", "finish within this many hours (default none)", [](Job& j, const std::string& s, const Location& w) -> Status {
+      auto v = ParseNumber(s, w);
+      if (!v.ok()) return v.status();
+      if (*v <= 0 || *v > 1e6) return Bad(w, "must be > 0 hours (and below 1e6), got " + s);
+      j.constraints.deadline_hours = *v;
+      return Status::Ok();
+    });
+    add("constraints.budget_usd", "budget-usd", "total budget in USD, including the rerun factor (default none)", [](Job& j, const std::string& s, const Location& w) -> Status {
+      auto v = ParseNumber(s, w);
+      if (!v.ok()) return v.status();
+      if (*v <= 0 || *v > 1e12) return Bad(w, "must be > 0 USD, got " + s);
+      j.constraints.budget_usd = *v;
+      return Status::Ok();
+    });
+    add("constraints.max_gpus", "max-gpus", "most GPUs to use (default 1024)", Int([](Job& j) -> int64_t& { return j.constraints.max_gpus; }, 1, kMaxGpus));
+    add("constraints.clouds", "clouds", "comma list of providers (aws,gcp,azure,alibaba,tencent,huawei,lambda,runpod,...)", [](Job& j, const std::string& s, const Location& w) -> Status {
+      j.constraints.clouds.clear();
+      for (size_t a = 0; a <= s.size();) {
+        size_t b = s.find(',', a);
+        if (b == std::string::npos) b = s.size();
+        std::string t = s.substr(a, b - a);
+        while (!t.empty() && t.front() == ' ') t.erase(t.begin());
+        while (!t.empty() && t.back() == ' ') t.pop_back();
+        if (t.empty()) return Bad(w, "empty cloud name");
+        j.constraints.clouds.push_back(t);
+        a = b + 1;
+      }
+      return Status::Ok();
+    });
+    add("constraints.gpus", "gpus", "comma list of allowed GPU ids or aliases", [](Job& j, const std::string& s, const Location& w) -> Status {
+      j.constraints.gpus.clear();
+      for (size_t a = 0; a <= s.size();) {
+        size_t b = s.find(',', a);
+        if (b == std::string::npos) b = s.size();
+        std::string t = s.substr(a, b - a);
+        while (!t.empty() && t.front() == ' ') t.erase(t.begin());
+        while (!t.empty() && t.back() == ' ') t.pop_back();
+        if (t.empty()) return Bad(w, "empty GPU name");
+        j.constraints.gpus.push_back(t);
+        a = b + 1;
+      }
+      return Status::Ok();
+    });
+    add("constraints.spot", "spot", "no|allowed|only (default no)", [](Job& j, const std::string& s, const Location& w) -> Status {
+      auto v = ParseEnum<SpotPolicy>(s, w, {{"no", SpotPolicy::kNo}, {"allowed", SpotPolicy::kAllowed}, {"only", SpotPolicy::kOnly}});
+      if (!v.ok()) return v.status();
+      j.constraints.spot = *v;
+      return Status::Ok();
+    });
+    add("constraints.min_memory_headroom", "min-memory-headroom", "fraction of GPU memory kept free (default 0.05)", [](Job& j, const std::string& s, const Location& w) -> Status {
+      auto v = ParseNumber(s, w);
+      if (!v.ok()) return v.status();
+      if (*v < 0 || *v >= 0.9) return Bad(w, "must be in [0, 0.9), got " + s);
+      j.constraints.min_memory_headroom = *v;
+      return Status::Ok();
+    });
+    add("constraints.objective", "objective", "time|cost|balanced (default balanced)", [](Job& j, const std::string& s, const Location& w) -> Status {
+      auto v = ParseEnum<Objective>(s, w, {{"time", Objective::kTime}, {"cost", Objective::kCost}, {"balanced", Objective::kBalanced}});
+      if (!v.ok()) return v.status();
+      j.constraints.objective = *v;
+      return Status::Ok();
+    });
+    add("constraints.rerun_factor", "rerun-factor", "budget multiplier for debugging and reruns (default 1.3)", [](Job& j, const std::string& s, const Location& w) -> Status {
+      auto v = ParseNumber(s, w);
+      if (!v.ok()) return v.status();
+      if (*v < 1 || *v > 10) return Bad(w, "must be in 1..10, got " + s);
+      j.constraints.rerun_factor = *v;
+      return Status::Ok();
+    });
+    add("constraints.allow_tp_across_nodes", "allow-tp-across-nodes", "let tensor parallelism span nodes (default false)", Bool([](Job& j) -> bool& { return j.constraints.allow_tp_across_nodes; }));
+    add("constraints.top", "top", "plans to show (default 10)", Int([](Job& j) -> int64_t& { return j.constraints.top; }, 1, 1000));
     return e;
   }();
   return entries;
@@ -314,13 +386,13 @@ Status SetFromNode(Job& job, const std::string& key, const YAML::Node& value, co
     if (!value.IsMap()) return Bad(where, "expected a mapping {rank, alpha, targets}");
     return WalkMap(job, value, key, file);
   }
-  if (key == "training.lora.targets" && value.IsSequence()) {
+  if ((key == "training.lora.targets" || key == "constraints.clouds" || key == "constraints.gpus") && value.IsSequence()) {
     std::string joined;
     for (const auto& item : value) {
       if (!item.IsScalar()) return Bad(At(file, item, key), "expected a list of names");
       joined += (joined.empty() ? "" : ",") + item.Scalar();
     }
-    if (joined.empty()) return Bad(where, "must name at least one target");
+    if (joined.empty()) return Bad(where, "must name at least one entry");
     const KeyEntry* e = FindEntry(key);
     GPUPLAN_RETURN_IF_ERROR(e->set(job, joined, where));
     job.set_keys[key] = where;
@@ -411,7 +483,7 @@ Result<Job> ParseJobText(const std::string& text, const std::string& file) {
         GPUPLAN_RETURN_IF_ERROR(SetFromNode(job, "model." + k, it->second, file));
       }
     }
-    for (const char* sec : {"training", "parallel", "cluster"}) {
+    for (const char* sec : {"training", "parallel", "cluster", "constraints"}) {
       if (root[sec]) GPUPLAN_RETURN_IF_ERROR(WalkMap(job, root[sec], sec, file));
     }
   } catch (const YAML::Exception& ex) {
@@ -518,6 +590,12 @@ std::string ToString(Recompute r) {
     case Recompute::kFull: return "full";
   }
   return "none";
+}
+std::string ToString(Objective o) {
+  return o == Objective::kTime ? "time" : o == Objective::kCost ? "cost" : "balanced";
+}
+std::string ToString(SpotPolicy s) {
+  return s == SpotPolicy::kNo ? "no" : s == SpotPolicy::kAllowed ? "allowed" : "only";
 }
 std::string ToString(Offload o) {
   switch (o) {

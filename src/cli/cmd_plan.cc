@@ -1,0 +1,73 @@
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "cli.h"
+#include "commands.h"
+#include "gpuplan/report.h"
+
+namespace gpuplan::cli {
+
+namespace {
+const std::vector<FlagSpec> kPlanFlags = {
+    {"json", false, "JSON output (same as --format json)"},
+    {"format", true, "text|md|json (default text)"},
+    {"catalog", true, "extra catalog CSV (instances with your prices, an on-prem cluster, ...); repeatable"},
+    {"calibration", true, "calibration CSV overriding the built-in constants"},
+    {"threads", true, "search threads (default 2)"},
+    {"help", false, "this help"},
+};
+}  // namespace
+
+int CmdPlan(const std::vector<std::string>& argv) {
+  auto args = ParseArgs(argv, kPlanFlags, true);
+  if (!args.ok()) return Fail(args.status());
+  if (args->Has("help")) {
+    std::printf("usage: gpuplan plan JOB.yaml [--flags]\n\nThe job's parallel/cluster keys become pins; constraints.* bound the search.\n\n%s",
+                FlagHelp(kPlanFlags, true).c_str());
+    return 0;
+  }
+  auto format = GetFormat(*args);
+  if (!format.ok()) return Fail(format.status());
+  auto job = LoadJob(*args);
+  if (!job.ok()) return Fail(job.status());
+  auto catalog = LoadCatalogFromArgs(*args);
+  if (!catalog.ok()) return Fail(catalog.status());
+  auto cal = Calibration::Load(args->Get("calibration"));
+  if (!cal.ok()) return Fail(cal.status());
+  PlanOptions opt;
+  const std::string threads = args->Get("threads", "2");
+  opt.threads = std::atoi(threads.c_str());
+  if (opt.threads < 1 || opt.threads > 256) return Fail(Status::BadInput({"command line", 0, "--threads"}, "must be in 1..256"));
+  std::atomic<int64_t> done{0};
+  int64_t total = 0;
+  opt.progress = &done;
+  opt.progress_total = &total;
+  // A progress bar on a terminal only (never when piped).
+  std::atomic<bool> finished{false};
+  std::thread bar;
+  if (isatty(STDERR_FILENO)) {
+    bar = std::thread([&] {
+      while (!finished) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        if (total > 0) {
+          const int pct = static_cast<int>(100 * done / total);
+          std::fprintf(stderr, "\r[%-40s] %3d%% setups", std::string(static_cast<size_t>(pct * 40 / 100), '#').c_str(), pct);
+        }
+      }
+      std::fprintf(stderr, "\r%60s\r", "");
+    });
+  }
+  auto result = PlanJob(*job, *catalog, *cal, opt);
+  finished = true;
+  if (bar.joinable()) bar.join();
+  if (!result.ok()) return Fail(result.status());
+  if (*format == Format::kJson) std::printf("%s\n", PlanToJson(*result, *job).dump(2).c_str());
+  else std::printf("%s", PlanToText(*result, *job, *format == Format::kMarkdown).c_str());
+  return result->plans.empty() ? 2 : 0;
+}
+
+}  // namespace gpuplan::cli

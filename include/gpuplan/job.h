@@ -56,10 +56,10 @@ struct ClusterSpec {
   int64_t gpus_per_node = 8;      // Default: 8.
   std::string intra_node;         // Default: "" = the GPU's own link (catalog).
   std::string network;            // Default: "" = by GPU class (docs/model/communication.md).
-  int64_t nics_per_node = 0;      // Default: 0 = one per GPU (rail-optimized).
+  int64_t nics_per_node = 0;      // Default: 0 = one per GPU (rail-optimized) on RDMA fabrics, one per node on TCP.
   bool gpudirect_rdma = true;     // Default: true (ignored on TCP).
   double oversubscription = 1.0;  // Default: 1.0 (non-blocking fabric).
-  std::string storage;            // Default: "" = local NVMe.
+  std::string storage;            // Default: "" = none (no data/checkpoint stall modelled; said in output).
   int64_t cpu_cores_per_gpu = 0;  // Default: 0 = unknown (no data-loader check).
 };
 

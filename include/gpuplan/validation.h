@@ -35,6 +35,7 @@ struct ValidationReport {
 };
 
 // Predicts every usable row of a runs.csv-format file in tokens/s per GPU.
-Result<ValidationReport> ValidateRuns(const std::string& path, const Catalog& catalog, const Calibration& cal);
+// Several files (e.g. runs.csv and memory.csv) are predicted together and summarized once.
+Result<ValidationReport> ValidateRuns(const std::vector<std::string>& paths, const Catalog& catalog, const Calibration& cal);
 
 }  // namespace gpuplan

@@ -13,6 +13,7 @@ namespace gpuplan {
 
 struct MeasuredRow {
   int line = 0;
+  std::string file;          // the file the row came from
   std::string source;        // the row's source column
   std::string model_name;
   std::string metric;        // measured_metric

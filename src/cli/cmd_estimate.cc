@@ -56,8 +56,8 @@ int CmdEstimate(const std::vector<std::string>& argv) {
 int CmdValidate(const std::vector<std::string>& argv) {
   auto args = ParseArgs(argv, kValidateFlags, false);
   if (!args.ok()) return Fail(args.status());
-  if (args->Has("help") || args->positional.size() != 1) {
-    std::printf("usage: gpuplan validate RUNS.csv [--write docs/validation.md] [--all]\n\n"
+  if (args->Has("help") || args->positional.empty()) {
+    std::printf("usage: gpuplan validate RUNS.csv [MEMORY.csv ...] [--write docs/validation.md] [--all]\n\n"
                 "Predicts every usable row of a file with the columns of shared/validation/runs.csv (or memory.csv)\n"
                 "and prints predicted vs measured with median / p90 error per source and per GPU.\n\n%s",
                 FlagHelp(kValidateFlags, false).c_str());
@@ -67,14 +67,16 @@ int CmdValidate(const std::vector<std::string>& argv) {
   if (!catalog.ok()) return Fail(catalog.status());
   auto cal = Calibration::Load(args->Get("calibration"));
   if (!cal.ok()) return Fail(cal.status());
-  auto rep = ValidateRuns(args->positional[0], *catalog, *cal);
+  auto rep = ValidateRuns(args->positional, *catalog, *cal);
   if (!rep.ok()) return Fail(rep.status());
   std::printf("%s", ValidationToText(*rep, args->Has("all")).c_str());
   const std::string out = args->Get("write", "docs/validation.md");
   if (out != "-") {
     std::ofstream f(out);
     if (!f) return Fail(Status::BadInput({"command line", 0, "--write"}, "cannot write '" + out + "'"));
-    f << ValidationToMarkdown(*rep, args->positional[0]);
+    std::string inputs;
+    for (const auto& p : args->positional) inputs += (inputs.empty() ? "" : " ") + p;
+    f << ValidationToMarkdown(*rep, inputs);
     std::printf("wrote %s\n", out.c_str());
   }
   auto threshold = [&](const char* flag, double value) -> int {

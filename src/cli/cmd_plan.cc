@@ -32,7 +32,8 @@ int CmdPlan(const std::vector<std::string>& argv) {
   }
   auto format = GetFormat(*args);
   if (!format.ok()) return Fail(format.status());
-  auto job = LoadJob(*args);
+  // Not finalized: cluster/parallel keys the user set are pins, the rest stay open.
+  auto job = LoadJob(*args, /*finalize=*/false);
   if (!job.ok()) return Fail(job.status());
   auto catalog = LoadCatalogFromArgs(*args);
   if (!catalog.ok()) return Fail(catalog.status());

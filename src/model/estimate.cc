@@ -98,8 +98,9 @@ Result<HardwareContext> ResolveHardware(const Job& job, const Catalog& catalog, 
   if (net_id.empty()) {
     hw.inter_default = true;
     const std::string& f = hw.gpu.family;
-    const bool dc = hw.gpu.intra_link.rfind("nvlink", 0) == 0 && hw.gpu.intra_link != "nvlink-bridge";
-    net_id = !dc ? "tcp-25g" : (f == "hopper" || f == "blackwell") ? "ib-ndr" : "ib-hdr";
+    const bool dc = (hw.gpu.intra_link.rfind("nvlink", 0) == 0 && hw.gpu.intra_link != "nvlink-bridge") ||
+                    hw.gpu.intra_link == "xgmi" || hw.gpu.family == "gaudi";
+    net_id = !dc ? "tcp-25g" : (f == "ampere" || f == "volta") ? "ib-hdr" : "ib-ndr";
   }
   auto inter = catalog.FindLink(net_id);
   if (!inter.ok()) return Status::BadInput(where("cluster.network"), inter.status().reason());
@@ -135,17 +136,16 @@ Result<HardwareContext> ResolveHardware(const Job& job, const Catalog& catalog, 
 }
 
 double ModelFlopsPerToken(const Arch& a, int64_t seq_len) {
-  // C§1 llm-foundry convention: 6 x params (without a learned position table) + 12 x L x h x s.
-  const ParamCounts pc = CountParams(a);
-  const double pos = a.position == PositionKind::kLearned ? static_cast<double>(a.max_positions) * a.hidden : 0;
-  const double n = static_cast<double>(pc.active) - pos;
+  // C§1 llm-foundry convention: 6 x every (active) parameter + 12 x L x h x s; its benchmark
+  // table's NumParams include the learned position table, and so does this count.
+  const double n = static_cast<double>(CountParams(a).active);
   return 6 * n + 12.0 * a.layers * a.hidden * static_cast<double>(seq_len);
 }
 
 namespace {
 
 struct GroupPlacement {
-  int64_t tp_per_node, cp_per_node, dp_per_node, ep_per_node;
+  int64_t tp_per_node, cp_per_node, ep_per_node;
   bool pp_crosses_nodes;
 };
 
@@ -158,8 +158,7 @@ GroupPlacement Place(const Job& j) {
   const int64_t after_tp = std::max<int64_t>(1, g / p.tp);
   gp.cp_per_node = std::min(p.cp, after_tp);
   const int64_t after_cp = std::max<int64_t>(1, after_tp / p.cp);
-  gp.dp_per_node = std::min(p.dp, after_cp);
-  gp.ep_per_node = std::min(p.ep, after_cp * (p.tp <= g ? 1 : 1));
+  gp.ep_per_node = std::min(p.ep, after_cp);
   gp.pp_crosses_nodes = p.tp * p.cp * p.dp >= g;
   return gp;
 }
@@ -222,7 +221,7 @@ StepEstimate EstimateStep(const Job& job, const HardwareContext& hw) {
   const double flops_attn_fwd = 4 * T * s * a.QDim() / t * causal;
   const double attn_eff = tr.flash_attention ? k.flash_eff : k.eager_attn_eff;
   const double t_attn_fwd = flops_attn_fwd / (peak16 * attn_eff);
-  const double attn_bwd_factor = tr.flash_attention ? 2.5 : 2.0;  // FlashAttention-2 §3.2: 5 vs 2 matmuls
+  const double attn_bwd_factor = tr.flash_attention ? 2.5 : 2.0;  // FlashAttention-2 §4.1: 5 vs 2 matmuls
   // C§3 elementwise traffic (norms, residuals, rotary, activations), memory-bound.
   const double rep = par.sequence_parallel ? t : 1.0;
   const double elem_elems = T * (k.elem_h * h / rep + k.elem_f * (moe ? a.MoeFfn() * (a.experts_per_token + a.shared_experts) : a.Ffn()) / t);
@@ -316,16 +315,20 @@ StepEstimate EstimateStep(const Job& job, const HardwareContext& hw) {
     const double G = trainable_local * gbytes, W = (lora ? params_local : trainable_local) * wbytes;
     cd.dp_busbw_bytes_per_s = BusBandwidth(Collective::kAllReduce, G, dpn, dp_per_node, hw);
     const double ov = k.dp_overlap;
-    if (par.zero <= 1) {
+    if (par.zero == 1) {
+      // ZeRO-1: reduce-scatter the gradients and all-gather the updated weights once per step:
+      // the same 2 x volume as an all-reduce (ZeRO paper §7).
+      const double t_rs = CollectiveTime(Collective::kReduceScatter, G, dpn, dp_per_node, hw);
+      const double t_ag = CollectiveTime(Collective::kAllGather, trainable_local * wbytes, dpn, dp_per_node, hw);
+      cd.dp_bytes = G + trainable_local * wbytes;
+      cd.dp_s = t_rs + t_ag;
+      b.dp_comm_s = std::max(0.0, t_rs - ov * t_mb_bwd) + std::max(0.0, t_ag - ov * t_mb_fwd);
+    } else if (par.zero == 0) {
       const double t_ar = CollectiveTime(Collective::kAllReduce, G, dpn, dp_per_node, hw);
       cd.dp_bytes = 2 * G;
       cd.dp_s = t_ar;
       b.dp_comm_s = std::max(0.0, t_ar - ov * t_mb_bwd);  // overlapped with the last backward
-      if (par.zero == 1) {
-        const double t_ag = CollectiveTime(Collective::kAllGather, trainable_local * wbytes, dpn, dp_per_node, hw);
-        cd.dp_s += t_ag;
-        b.dp_comm_s += std::max(0.0, t_ag - ov * t_mb_fwd);
-      }
+
     } else if (par.zero == 2) {
       const double t_rs = CollectiveTime(Collective::kReduceScatter, G, dpn, dp_per_node, hw);
       const double t_ag = CollectiveTime(Collective::kAllGather, trainable_local * wbytes, dpn, dp_per_node, hw);

@@ -51,9 +51,17 @@ ErrorSummary Summarize(const std::string& group, std::vector<double> signed_erro
 
 }  // namespace
 
-Result<ValidationReport> ValidateRuns(const std::string& path, const Catalog& catalog, const Calibration& cal) {
-  auto rows = ReadMeasuredRows(path, catalog);
-  if (!rows.ok()) return rows.status();
+Result<ValidationReport> ValidateRuns(const std::vector<std::string>& paths, const Catalog& catalog, const Calibration& cal) {
+  std::vector<MeasuredRow> all_rows;
+  for (const auto& path : paths) {
+    auto rows = ReadMeasuredRows(path, catalog);
+    if (!rows.ok()) return rows.status();
+    for (auto& r : rows.value()) {
+      r.file = path;
+      all_rows.push_back(std::move(r));
+    }
+  }
+  const std::vector<MeasuredRow>* rows = &all_rows;
   ValidationReport rep;
   std::map<std::string, int> seen;  // run key -> line of the row that represents it
   // Prefer the direct throughput metric when a run appears under several metrics.
@@ -142,7 +150,9 @@ Result<ValidationReport> ValidateRuns(const std::string& path, const Catalog& ca
     by_source[ShortSource(r.source)].push_back(v.error);
     by_gpu[hw->gpu.id].push_back(v.error);
   }
-  std::sort(rep.rows.begin(), rep.rows.end(), [](const ValidatedRow& a, const ValidatedRow& b) { return a.row.line < b.row.line; });
+  std::sort(rep.rows.begin(), rep.rows.end(), [](const ValidatedRow& a, const ValidatedRow& b) {
+    return a.row.file != b.row.file ? a.row.file < b.row.file : a.row.line < b.row.line;
+  });
   rep.overall = Summarize("all", all);
   rep.memory = Summarize("memory", mem);
   for (auto& [k, v] : by_source) rep.by_source.push_back(Summarize(k, v));

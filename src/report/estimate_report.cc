@@ -115,10 +115,20 @@ std::string EstimateToText(const EstimateReport& r, bool md) {
   if (e.checkpoint_bytes > 0)
     m.push_back({"checkpoint size (GB)", F("%.1f", e.checkpoint_bytes / 1e9)});
   out += RenderTable({"metric", "value"}, m, md);
+  if (!r.hw.storage) {
+    out += "\nnote: no cluster.storage given: data-loading and checkpoint stalls are not modelled (0 s)\n";
+  } else if (!r.hw.storage->read_bytes_per_s || !r.hw.storage->write_bytes_per_s) {
+    out += "\nnote: " + r.hw.storage->id + " has unknown read or write throughput in the catalog: that stall is not modelled (0 s)\n";
+  }
   out += "\nbottleneck: " + r.bottleneck + "\n\nmemory per GPU: " + FormatGiB(r.memory.memory.total_bytes) + " GiB of " +
          FormatGiB(r.memory.gpu.memory_bytes) + " GiB (" + (r.memory.fits ? "fits" : "DOES NOT FIT") +
          "); 'gpuplan memory' with the same arguments breaks it down\n";
   return out;
+}
+
+std::string RowId(const MeasuredRow& m) {
+  const auto slash = m.file.find_last_of('/');
+  return (slash == std::string::npos ? m.file : m.file.substr(slash + 1)) + ":" + std::to_string(m.line);
 }
 
 std::string ValidationToText(const ValidationReport& r, bool all_rows) {
@@ -128,15 +138,15 @@ std::string ValidationToText(const ValidationReport& r, bool all_rows) {
   for (const auto& v : r.rows) {
     if (!v.used) {
       ++skipped;
-      if (all_rows) rows.push_back({std::to_string(v.row.line), v.row.model_name.substr(0, 28), "", "", "", "", "skipped: " + v.reason});
+      if (all_rows) rows.push_back({RowId(v.row), v.row.model_name.substr(0, 28), "", "", "", "", "skipped: " + v.reason});
       continue;
     }
     const Job& j = v.row.job;
-    rows.push_back({std::to_string(v.row.line), v.row.model_name.substr(0, 28), j.cluster.gpu,
+    rows.push_back({RowId(v.row), v.row.model_name.substr(0, 28), j.cluster.gpu,
                     std::to_string(j.cluster.num_gpus), F(v.memory ? "%.1f GiB" : "%.0f", v.measured_tokens_per_s_per_gpu),
                     F(v.memory ? "%.1f GiB" : "%.0f", v.predicted_tokens_per_s_per_gpu), F("%+.1f%%", 100 * v.error)});
   }
-  out += RenderTable({"line", "model", "gpu", "gpus", "measured tok/s/GPU", "predicted", "error"}, rows, false);
+  out += RenderTable({"row", "model", "gpu", "gpus", "measured tok/s/GPU", "predicted", "error"}, rows, false);
   auto summary = [&](const std::vector<ErrorSummary>& groups, const char* title) {
     std::vector<std::vector<std::string>> s;
     for (const auto& g : groups)
@@ -170,6 +180,19 @@ std::string ValidationToMarkdown(const ValidationReport& r, const std::string& i
   out += "## Summary\n\n" + table({r.overall}) + "\n";
   if (r.memory.rows > 0) out += "Peak memory rows:\n\n" + table({r.memory}) + "\n";
   out += "### By source\n\n" + table(r.by_source) + "\n### By GPU\n\n" + table(r.by_gpu) + "\n";
+  // Known biases: any group whose mean signed error exceeds 10%, stated rather than hidden.
+  std::string biases;
+  for (const auto* groups : {&r.by_source, &r.by_gpu})
+    for (const auto& g : *groups)
+      if (std::fabs(g.mean_signed) > 0.10)
+        biases += "- " + g.group + ": predictions are " + F("%.0f%%", 100 * std::fabs(g.mean_signed)) +
+                  (g.mean_signed > 0 ? " high" : " low") + " on average (" + std::to_string(g.rows) + " rows).\n";
+  if (std::fabs(r.memory.mean_signed) > 0.05)
+    biases += "- peak memory: predictions are " + F("%.0f%%", 100 * std::fabs(r.memory.mean_signed)) +
+              (r.memory.mean_signed > 0 ? " high" : " low") + " on average; see the rows below for which runs.\n";
+  out += "## Known biases\n\n" + (biases.empty() ? std::string("None above 10% in any group.\n") : biases) +
+         "\nThe global efficiency constants (data/efficiency.csv) were fitted on these same rows with tools/fit_runs.py "
+         "(a handful of global values, no per-row terms); the llm-foundry rows dominate the fit.\n\n";
   std::map<std::string, int> reasons;
   for (const auto& v : r.rows)
     if (!v.used) {
@@ -186,13 +209,13 @@ std::string ValidationToMarkdown(const ValidationReport& r, const std::string& i
   for (const auto& v : r.rows) {
     if (!v.used) continue;
     const Job& j = v.row.job;
-    rows.push_back({std::to_string(v.row.line), v.row.model_name, j.cluster.gpu, std::to_string(j.cluster.num_gpus),
+    rows.push_back({RowId(v.row), v.row.model_name, j.cluster.gpu, std::to_string(j.cluster.num_gpus),
                     std::to_string(j.training.seq_len), std::to_string(j.training.micro_batch),
                     ToString(j.training.precision), ToString(j.training.recompute),
                     F(v.memory ? "%.1f GiB" : "%.0f", v.measured_tokens_per_s_per_gpu),
                     F(v.memory ? "%.1f GiB" : "%.0f", v.predicted_tokens_per_s_per_gpu), F("%+.1f%%", 100 * v.error)});
   }
-  out += RenderTable({"line", "model", "gpu", "gpus", "seq", "micro-batch", "precision", "recompute", "measured", "predicted", "error"}, rows, true);
+  out += RenderTable({"row", "model", "gpu", "gpus", "seq", "micro-batch", "precision", "recompute", "measured", "predicted", "error"}, rows, true);
   return out;
 }
 

@@ -27,9 +27,13 @@ std::string FormatCount(double n) {
 }
 
 std::string WithThousands(int64_t n) {
-  std::string s = std::to_string(n < 0 ? -n : n);
-  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<size_t>(i), ",");
-  return (n < 0 ? "-" : "") + s;
+  const std::string digits = std::to_string(n < 0 ? -n : n);
+  std::string out = n < 0 ? "-" : "";
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
 }
 
 std::string RenderTable(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows,
@@ -43,7 +47,7 @@ std::string RenderTable(const std::vector<std::string>& header, const std::vecto
     for (size_t i = 0; i < w.size(); ++i) {
       std::string c = i < cells.size() ? cells[i] : "";
       // numbers right-aligned, text left-aligned
-      bool numeric = !c.empty() && (std::isdigit(static_cast<unsigned char>(c[0])) || c[0] == '-') &&
+      bool numeric = !c.empty() && (std::isdigit(static_cast<unsigned char>(c[0])) || c[0] == '-' || c[0] == '+' || c[0] == '$') &&
                      c.find_first_of("abcdfghijklmnopqrstuvwxyz") == std::string::npos;
       std::string pad(w[i] - c.size(), ' ');
       out += numeric && i > 0 ? pad + c : c + pad;

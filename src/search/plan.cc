@@ -115,6 +115,11 @@ Result<PlanResult> PlanJob(const Job& job_in, const Catalog& catalog, const Cali
     auto it = job_in.set_keys.find(key);
     return it != job_in.set_keys.end() ? it->second : Location{job_in.source, 0, key};
   };
+  {
+    // The job must be valid as given (model, pins); defaults derived here are not pins.
+    Job check = job_in;
+    GPUPLAN_RETURN_IF_ERROR(FinalizeJob(check));
+  }
   if (job_in.training.tokens <= 0)
     return Status::BadInput(loc("training.tokens"), "the planner needs training.tokens (how much to train) to size time and cost");
   // Bad constraints are errors (unknown cloud or GPU).
@@ -253,6 +258,25 @@ Result<PlanResult> PlanJob(const Job& job_in, const Catalog& catalog, const Cali
     else ++out.rejected["instance skipped: " + hw.status().reason()];
   }
 
+  // §4 storage and request fees grow linearly with the run's hours: price them per hour per setup
+  // so the budget check covers the whole bill.
+  std::vector<double> storage_usd_per_hour(setups.size(), 0);
+  {
+    // Checkpoint size depends on the model and recipe only (validated at the top of PlanJob).
+    Job j = job_in;
+    double ckpt = 0;
+    if (FinalizeJob(j).ok())
+      for (const auto& hw : hws)
+        if (hw) {
+          ckpt = EstimateStep(j, *hw).checkpoint_bytes;
+          break;
+        }
+    for (size_t si = 0; si < setups.size(); ++si) {
+      CostBreakdown c;
+      StorageCost(job_in, catalog, cal, setups[si].inst.provider, 1.0, ckpt, 0, c, nullptr);
+      storage_usd_per_hour[si] = c.storage_usd + c.requests_usd;
+    }
+  }
   std::atomic<size_t> next{0};
   std::vector<ThreadState> states(std::max(1, options.threads));
   auto worker = [&](ThreadState& st) {
@@ -274,7 +298,8 @@ Result<PlanResult> PlanJob(const Job& job_in, const Catalog& catalog, const Cali
       const double peak = hw.gpu.PeakFlops(j.training.precision).value_or(0);
       // §3 prune the whole group when even the ideal (peak x MAMF) cannot meet the deadline/budget.
       const double lb_s = tokens * mflops / (gpus * peak * hw.k.matmul_eff_max);
-      const double lb_usd = su.price ? *su.price * it.nodes * lb_s / 3600 * con.rerun_factor : 0;
+      const double usd_per_hour = su.price ? *su.price * it.nodes + storage_usd_per_hour[it.setup] : 0;
+      const double lb_usd = usd_per_hour * lb_s / 3600 * con.rerun_factor;
       if (con.deadline_hours > 0 && lb_s > con.deadline_hours * 3600) { ++st.rejected["misses deadline (even at peak; whole setup pruned)"]; continue; }
       if (con.budget_usd > 0 && su.price && lb_usd > con.budget_usd) { ++st.rejected["over budget (even at peak; whole setup pruned)"]; continue; }
       Best best;
@@ -311,7 +336,7 @@ Result<PlanResult> PlanJob(const Job& job_in, const Catalog& catalog, const Cali
                     ++st.evaluated;
                     const StepEstimate e = EstimateStep(j, hw);
                     const double time_s = tokens / e.tokens_per_s;
-                    const double usd = su.price ? *su.price * it.nodes * time_s / 3600 * con.rerun_factor : 0;
+                    const double usd = usd_per_hour * time_s / 3600 * con.rerun_factor;
                     st.fastest_any_s = std::min(st.fastest_any_s, time_s);
                     if (su.price) st.cheapest_any_usd = std::min(st.cheapest_any_usd, usd);
                     if (con.deadline_hours > 0 && time_s > con.deadline_hours * 3600) { ++st.rejected["misses deadline"]; continue; }
@@ -491,12 +516,31 @@ Result<PlanResult> PlanJob(const Job& job_in, const Catalog& catalog, const Cali
   // §7 nothing feasible: which constraint to relax, and by how much.
   if (out.plans.empty()) {
     char buf[400];
-    if (!any_fit) {
+    if (items.empty()) {
+      out.relax = "no instance in the catalog matches the pins and filters (GPU, GPUs per node, clouds, spot, max_gpus): "
+                  "relax them, or describe your own machines with --catalog FILE (instances.csv header)";
+    } else if (!any_fit && con.deadline_hours == 0 && con.budget_usd == 0) {
       std::snprintf(buf, sizeof buf,
                     "no layout fits GPU memory within max_gpus=%lld (with %.0f%% headroom): raise constraints.max_gpus, allow GPUs with more memory, or use LoRA/QLoRA",
                     static_cast<long long>(con.max_gpus), 100 * con.min_memory_headroom);
       out.relax = buf;
     } else {
+      // Search again without deadline and budget: the fastest and the cheapest plans say how far
+      // each constraint is from reachable.
+      Job open = job_in;
+      open.constraints.deadline_hours = 0;
+      open.constraints.budget_usd = 0;
+      open.constraints.objective = Objective::kTime;
+      auto unconstrained = PlanJob(open, catalog, cal, PlanOptions{options.threads, nullptr, nullptr});
+      if (unconstrained.ok() && unconstrained->plans.empty()) {
+        out.relax = unconstrained->relax;
+        out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        return out;
+      }
+      if (unconstrained.ok()) {
+        fastest_any = unconstrained->plans.front().time_to_train_s;
+        for (const auto& p : unconstrained->pareto) cheapest_any = std::min(cheapest_any, p.cost.with_rerun_usd);
+      }
       std::string r;
       if (con.deadline_hours > 0 && fastest_any > con.deadline_hours * 3600) {
         std::snprintf(buf, sizeof buf, "the fastest plan needs %.1f h: relax constraints.deadline_hours from %.1f to %.1f (+%.1f h) or raise max_gpus",

@@ -13,7 +13,7 @@ namespace {
 TEST(RunsValidation, TokensPerSecondPerGpu) {
   auto cat = LoadCatalog();
   ASSERT_TRUE(cat.ok());
-  auto rep = ValidateRuns(std::string(GPUPLAN_SHARED_DIR) + "/validation/runs.csv", *cat, Calibration::Builtin());
+  auto rep = ValidateRuns({std::string(GPUPLAN_SHARED_DIR) + "/validation/runs.csv"}, *cat, Calibration::Builtin());
   ASSERT_TRUE(rep.ok()) << rep.status().ToString();
   std::printf("%s", ValidationToText(*rep, false).c_str());
   EXPECT_GE(rep->overall.rows, 200);

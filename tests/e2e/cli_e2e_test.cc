@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
@@ -94,6 +95,60 @@ TEST(Cli, BadInputIsExit1WithLocation) {
   EXPECT_NE(g.out.find("unknown GPU 'h900'"), std::string::npos) << g.out;
 }
 
+TEST(Cli, EstimateJsonHasTheContractKeys) {
+  Proc r = Exec("estimate --model llama-2-7b --gpu a100-80gb --num-gpus 8 --zero 3 --seq-len 2048 --global-batch 64 --tokens 1e9 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  for (const char* k : {"step_time_s", "tokens_per_s_per_gpu", "tokens_per_s", "mfu", "hfu", "model_tflops_per_gpu",
+                        "time_to_train_s", "gpu_hours", "breakdown_s", "bottleneck", "memory"})
+    EXPECT_TRUE(j.contains(k)) << k;
+  for (const char* k : {"compute", "tp_comm", "cp_comm", "pp_comm", "dp_comm", "bubble", "data", "optimizer", "checkpoint"})
+    EXPECT_TRUE(j["breakdown_s"].contains(k)) << k;
+  EXPECT_TRUE(j["memory"]["per_gpu"].contains("total_bytes"));
+  EXPECT_GT(j["time_to_train_s"].get<double>(), 0);
+  Proc t = Exec("estimate --model llama-2-7b --num-gpus 2 --gpus-per-node 1 --network tcp-1g");
+  ASSERT_EQ(t.exit_code, 0) << t.out;
+  EXPECT_NE(t.out.find("bottleneck: exposed data-parallel"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("(default)"), std::string::npos) << "defaulted links are printed as such";
+}
+
+TEST(Cli, PlanReportsAndJson) {
+  std::string job = Write("plan.yaml",
+                          "model: {preset: llama-2-13b}\ntraining: {seq_len: 4096, global_batch: 128, tokens: 2e9}\n"
+                          "constraints: {max_gpus: 16, objective: cost, deadline_hours: 200}\n");
+  Proc r = Exec("plan " + job + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_FALSE(j["plans"].empty());
+  for (const char* k : {"instance", "nodes", "gpus", "parallel", "micro_batch", "step_time_s", "time_to_train_s", "cost_usd",
+                        "cost_breakdown", "tier", "network", "storage", "checkpoint", "bottleneck"})
+    EXPECT_TRUE(j["plans"][0].contains(k)) << k;
+  EXPECT_TRUE(j.contains("pareto"));
+  EXPECT_GT(j["considered"].get<int64_t>(), 0);
+  EXPECT_TRUE(j["rejected"].is_object());
+  Proc md = Exec("plan " + job + " --format md");
+  ASSERT_EQ(md.exit_code, 0);
+  EXPECT_NE(md.out.find("### Recommended setup"), std::string::npos);
+  EXPECT_EQ(md.out.find("\r["), std::string::npos) << "no progress bar when piped";
+  Proc none = Exec("plan " + job + " --deadline-hours 0.01");
+  EXPECT_EQ(none.exit_code, 2) << none.out;
+  EXPECT_NE(none.out.find("relax constraints.deadline_hours"), std::string::npos) << none.out;
+  Proc bad = Exec("plan " + job + " --budget-usd -3");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.out.find("--budget-usd: must be > 0 USD"), std::string::npos) << bad.out;
+}
+
+TEST(Cli, ValidateWritesReportAndHonoursThresholds) {
+  const std::string out = ::testing::TempDir() + "/validation.md";
+  Proc r = Exec("validate " + std::string(GPUPLAN_SHARED_DIR) + "/validation/runs.csv --write " + out + " --max-median 0.15 --max-p90 0.35");
+  ASSERT_EQ(r.exit_code, 0) << r.out.substr(r.out.size() > 2000 ? r.out.size() - 2000 : 0);
+  std::ifstream f(out);
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("## Summary"), std::string::npos);
+  Proc strict = Exec("validate " + std::string(GPUPLAN_SHARED_DIR) + "/validation/runs.csv --write - --max-median 0.0001");
+  EXPECT_EQ(strict.exit_code, 2);
+}
+
 TEST(Cli, FuzzBadInputsNeverCrash) {
   const std::string good =
       "model:\n  preset: llama-3-8b\ntraining:\n  seq_len: 4096\n  micro_batch: 2\n  recompute: selective\n"
@@ -118,11 +173,14 @@ TEST(Cli, FuzzBadInputsNeverCrash) {
   }
   int n = 0, ok_runs = 0;
   for (const auto& text : cases) {
-    std::string path = Write("fuzz" + std::to_string(n++) + ".yaml", text);
-    Proc r = Exec("memory " + path);
+    std::string path = Write("fuzz" + std::to_string(n) + ".yaml", text);
+    const char* cmd = n % 3 == 0 ? "memory " : n % 3 == 1 ? "estimate " : "plan ";
+    ++n;
+    Proc r = Exec(cmd + path);
     ASSERT_FALSE(r.signaled) << "crashed on:\n" << text;
-    ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1) << "exit " << r.exit_code << " on:\n" << text << "\n" << r.out;
-    if (r.exit_code == 1) {
+    ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1 || r.exit_code == 2)
+        << "exit " << r.exit_code << " on:\n" << text << "\n" << r.out;
+    if (r.exit_code != 0) {
       EXPECT_NE(r.out.find("gpuplan: "), std::string::npos) << text;
     } else {
       ++ok_runs;  // a mutation can still be a valid job (e.g. a comment)
@@ -130,6 +188,16 @@ TEST(Cli, FuzzBadInputsNeverCrash) {
   }
   std::printf("fuzz cases: %d, accepted as valid: %d\n", n, ok_runs);
   EXPECT_LT(ok_runs, n / 2);
+  // Absurd but well-formed constraints are errors too.
+  for (const char* c : {"budget_usd: -1", "deadline_hours: 0", "max_gpus: 0", "clouds: [nowhere]", "gpus: [h900]",
+                        "objective: fastest", "rerun_factor: 0.5", "min_memory_headroom: 2"}) {
+    std::string path = Write("constraint.yaml", "model: {preset: gpt2}\ntraining: {global_batch: 8, tokens: 1e8}\nconstraints: {" +
+                                                    std::string(c) + "}\n");
+    Proc r = Exec("plan " + path);
+    EXPECT_FALSE(r.signaled) << c;
+    EXPECT_EQ(r.exit_code, 1) << c << "\n" << r.out;
+    EXPECT_NE(r.out.find("constraint.yaml:3: constraints."), std::string::npos) << c << "\n" << r.out;
+  }
 }
 
 }  // namespace

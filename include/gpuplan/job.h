@@ -76,7 +76,7 @@ struct Constraints {
   SpotPolicy spot = SpotPolicy::kNo;  // Default: no (on-demand prices).
   double min_memory_headroom = 0.05;  // Default: 5% of GPU memory kept free.
   Objective objective = Objective::kBalanced;  // Default: balanced (time x cost).
-  double rerun_factor = 1.3;        // Default: 1.3 (debugging and reruns add 30%, seed 000).
+  double rerun_factor = 1.3;        // Default: 1.3 (seed 001 §6.2: budget 1.3-1.5x the pure training time).
   bool allow_tp_across_nodes = false;  // Default: false.
   int64_t top = 10;                 // Default: 10 plans shown.
 };

@@ -3,21 +3,11 @@
 #include <algorithm>
 
 #include "gpuplan/job_keys.h"
+#include "gpuplan/strings.h"
 
 namespace gpuplan::cli {
 
 namespace {
-size_t Distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
 bool IsBoolKey(const std::string& key) {
   static const char* kBools[] = {"model.norm_bias", "model.linear_bias", "model.qkv_bias", "model.tied_embeddings",
                                  "model.dropout", "training.flash_attention", "training.fp32_grads", "training.checkpoint_async", "training.checkpoint_full_state",
@@ -51,10 +41,10 @@ Result<Args> ParseArgs(const std::vector<std::string>& argv, const std::vector<F
       std::string best;
       size_t best_d = 3;
       for (const auto& f : own)
-        if (size_t d = Distance(name, f.name); d < best_d) best_d = d, best = f.name;
+        if (size_t d = EditDistance(name, f.name); d < best_d) best_d = d, best = f.name;
       if (job_flags)
         for (const auto& k : JobKeys())
-          if (size_t d = Distance(name, k.flag); d < best_d) best_d = d, best = k.flag;
+          if (size_t d = EditDistance(name, k.flag); d < best_d) best_d = d, best = k.flag;
       return Status::BadInput({"command line", 0, "--" + name},
                               "unknown flag" + (best.empty() ? std::string() : " (did you mean --" + best + "?)"));
     }
@@ -96,6 +86,16 @@ Result<Catalog> LoadCatalogFromArgs(const Args& args) {
   CatalogOptions o;
   if (auto it = args.flags.find("catalog"); it != args.flags.end()) o.override_files = it->second;
   return LoadCatalog(o);
+}
+
+Result<Context> LoadContext(const Args& args, bool finalize_job) {
+  auto job = LoadJob(args, finalize_job);
+  if (!job.ok()) return job.status();
+  auto catalog = LoadCatalogFromArgs(args);
+  if (!catalog.ok()) return catalog.status();
+  auto cal = Calibration::Load(args.Get("calibration"));
+  if (!cal.ok()) return cal.status();
+  return Context{std::move(job).value(), std::move(catalog).value(), std::move(cal).value()};
 }
 
 Result<Format> GetFormat(const Args& args) {

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "gpuplan/calibration.h"
 #include "gpuplan/catalog.h"
 #include "gpuplan/job.h"
 
@@ -34,6 +35,14 @@ Result<Args> ParseArgs(const std::vector<std::string>& argv, const std::vector<F
 // Job from an optional file plus flags; finalized.
 Result<Job> LoadJob(const Args& args, bool finalize = true);
 Result<Catalog> LoadCatalogFromArgs(const Args& args);
+
+// What most commands start from: the job (finalized or not), the catalog and the calibration.
+struct Context {
+  Job job;
+  Catalog catalog;
+  Calibration cal;
+};
+Result<Context> LoadContext(const Args& args, bool finalize_job = true);
 
 // Output format from --json / --format.
 enum class Format { kText, kMarkdown, kJson, kCsv };

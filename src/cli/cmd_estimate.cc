@@ -35,12 +35,11 @@ int CmdEstimate(const std::vector<std::string>& argv) {
   }
   auto format = GetFormat(*args);
   if (!format.ok()) return Fail(format.status());
-  auto job = LoadJob(*args);
-  if (!job.ok()) return Fail(job.status());
-  auto catalog = LoadCatalogFromArgs(*args);
-  if (!catalog.ok()) return Fail(catalog.status());
-  auto cal = Calibration::Load(args->Get("calibration"));
-  if (!cal.ok()) return Fail(cal.status());
+  auto ctx = LoadContext(*args);
+  if (!ctx.ok()) return Fail(ctx.status());
+  const Job* job = &ctx->job;
+  const Catalog* catalog = &ctx->catalog;
+  const Calibration* cal = &ctx->cal;
   auto hw = ResolveHardware(*job, *catalog, *cal);
   if (!hw.ok()) return Fail(hw.status());
   EstimateReport r{*job, *hw, EstimateStep(*job, *hw), {}, ""};

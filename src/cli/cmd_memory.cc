@@ -30,12 +30,11 @@ int CmdMemory(const std::vector<std::string>& argv) {
   }
   auto format = GetFormat(*args);
   if (!format.ok()) return Fail(format.status());
-  auto job = LoadJob(*args);
-  if (!job.ok()) return Fail(job.status());
-  auto catalog = LoadCatalogFromArgs(*args);
-  if (!catalog.ok()) return Fail(catalog.status());
-  auto cal = Calibration::Load(args->Get("calibration"));
-  if (!cal.ok()) return Fail(cal.status());
+  auto ctx = LoadContext(*args);
+  if (!ctx.ok()) return Fail(ctx.status());
+  const Job* job = &ctx->job;
+  const Catalog* catalog = &ctx->catalog;
+  const Calibration* cal = &ctx->cal;
   auto gpu = catalog->FindGpu(job->cluster.gpu);
   if (!gpu.ok()) {
     Location l = job->IsSet("cluster.gpu") ? job->set_keys.at("cluster.gpu") : Location{"", 0, "cluster.gpu"};

@@ -33,12 +33,11 @@ int CmdPlan(const std::vector<std::string>& argv) {
   auto format = GetFormat(*args);
   if (!format.ok()) return Fail(format.status());
   // Not finalized: cluster/parallel keys the user set are pins, the rest stay open.
-  auto job = LoadJob(*args, /*finalize=*/false);
-  if (!job.ok()) return Fail(job.status());
-  auto catalog = LoadCatalogFromArgs(*args);
-  if (!catalog.ok()) return Fail(catalog.status());
-  auto cal = Calibration::Load(args->Get("calibration"));
-  if (!cal.ok()) return Fail(cal.status());
+  auto ctx = LoadContext(*args, /*finalize_job=*/false);
+  if (!ctx.ok()) return Fail(ctx.status());
+  const Job* job = &ctx->job;
+  const Catalog* catalog = &ctx->catalog;
+  const Calibration* cal = &ctx->cal;
   PlanOptions opt;
   const std::string threads = args->Get("threads", "2");
   opt.threads = std::atoi(threads.c_str());

@@ -6,6 +6,7 @@
 
 #include "commands.h"
 #include "gpuplan/report.h"
+#include "gpuplan/strings.h"
 
 namespace {
 
@@ -23,18 +24,6 @@ const Command kCommands[] = {
     {"models", "list the built-in model presets", gpuplan::cli::CmdModels},
     {"catalog", "list catalog rows: gpus | links | instances | storage", gpuplan::cli::CmdCatalog},
 };
-
-size_t Distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
 
 void Usage(FILE* out) {
   std::fprintf(out, "gpuplan %s — plan GPU cloud setups for LLM training\n\nusage: gpuplan COMMAND [JOB.yaml] [--flags]\n\ncommands:\n",
@@ -66,7 +55,7 @@ int main(int argc, char** argv) {
     std::string best;
     size_t best_d = 3;
     for (const auto& c : kCommands)
-      if (size_t d = Distance(name, c.name); d < best_d) best_d = d, best = c.name;
+      if (size_t d = gpuplan::EditDistance(name, c.name); d < best_d) best_d = d, best = c.name;
     std::fprintf(stderr, "gpuplan: unknown command '%s'%s\n", name.c_str(),
                  best.empty() ? "" : (" (did you mean '" + best + "'?)").c_str());
     Usage(stderr);

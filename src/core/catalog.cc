@@ -6,6 +6,7 @@
 
 #include "gpuplan/csv.h"
 #include "gpuplan/data.h"
+#include "gpuplan/strings.h"
 
 namespace gpuplan {
 
@@ -16,11 +17,6 @@ constexpr double kGB = 1e9;
 constexpr double kTB = 1e12;
 constexpr double kTera = 1e12;
 constexpr double kMB = 1e6;
-
-std::string Lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
-}
 
 // Reads an optional number column and scales it; a bad cell is an error with its location.
 #define OPT(out, rec, col, scale)                                  \

@@ -9,6 +9,7 @@
 #include "gpuplan/csv.h"
 #include "gpuplan/job.h"
 #include "gpuplan/job_keys.h"
+#include "gpuplan/strings.h"
 
 namespace gpuplan {
 
@@ -81,6 +82,17 @@ Setter Str(Get get) {
   return [=](Job& j, const std::string& s, const Location& w) -> Status {
     if (s.empty()) return Bad(w, "must not be empty");
     get(j) = s;
+    return Status::Ok();
+  };
+}
+
+template <typename Get>
+Setter List(Get get, const char* what) {
+  return [=](Job& j, const std::string& s, const Location& w) -> Status {
+    std::vector<std::string> items = SplitList(s);
+    for (const auto& t : items)
+      if (t.empty()) return Bad(w, std::string("empty ") + what + " name");
+    get(j) = items;
     return Status::Ok();
   };
 }
@@ -201,18 +213,9 @@ const std::vector<KeyEntry>& Entries() {
       return Status::Ok();
     });
     add("training.lora.targets", "lora-targets", "comma list: q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj,all-linear", [](Job& j, const std::string& s, const Location& w) -> Status {
-      std::vector<std::string> out;
-      size_t start = 0;
-      while (start <= s.size()) {
-        size_t end = s.find(',', start);
-        if (end == std::string::npos) end = s.size();
-        std::string t = s.substr(start, end - start);
-        while (!t.empty() && t.front() == ' ') t.erase(t.begin());
-        while (!t.empty() && t.back() == ' ') t.pop_back();
+      std::vector<std::string> out = SplitList(s);
+      for (const auto& t : out)
         if (!IsKnownLoraTarget(t)) return Bad(w, "unknown LoRA target '" + t + "'");
-        out.push_back(t);
-        start = end + 1;
-      }
       j.training.lora.targets = out;
       return Status::Ok();
     });
@@ -285,34 +288,8 @@ const std::vector<KeyEntry>& Entries() {
       return Status::Ok();
     });
     add("constraints.max_gpus", "max-gpus", "most GPUs to use (default 1024)", Int([](Job& j) -> int64_t& { return j.constraints.max_gpus; }, 1, kMaxGpus));
-    add("constraints.clouds", "clouds", "comma list of providers (aws,gcp,azure,alibaba,tencent,huawei,lambda,runpod,...)", [](Job& j, const std::string& s, const Location& w) -> Status {
-      j.constraints.clouds.clear();
-      for (size_t a = 0; a <= s.size();) {
-        size_t b = s.find(',', a);
-        if (b == std::string::npos) b = s.size();
-        std::string t = s.substr(a, b - a);
-        while (!t.empty() && t.front() == ' ') t.erase(t.begin());
-        while (!t.empty() && t.back() == ' ') t.pop_back();
-        if (t.empty()) return Bad(w, "empty cloud name");
-        j.constraints.clouds.push_back(t);
-        a = b + 1;
-      }
-      return Status::Ok();
-    });
-    add("constraints.gpus", "gpus", "comma list of allowed GPU ids or aliases", [](Job& j, const std::string& s, const Location& w) -> Status {
-      j.constraints.gpus.clear();
-      for (size_t a = 0; a <= s.size();) {
-        size_t b = s.find(',', a);
-        if (b == std::string::npos) b = s.size();
-        std::string t = s.substr(a, b - a);
-        while (!t.empty() && t.front() == ' ') t.erase(t.begin());
-        while (!t.empty() && t.back() == ' ') t.pop_back();
-        if (t.empty()) return Bad(w, "empty GPU name");
-        j.constraints.gpus.push_back(t);
-        a = b + 1;
-      }
-      return Status::Ok();
-    });
+    add("constraints.clouds", "clouds", "comma list of providers (aws,gcp,azure,alibaba,tencent,huawei,lambda,runpod,...)", List([](Job& j) -> std::vector<std::string>& { return j.constraints.clouds; }, "cloud"));
+    add("constraints.gpus", "gpus", "comma list of allowed GPU ids or aliases", List([](Job& j) -> std::vector<std::string>& { return j.constraints.gpus; }, "GPU"));
     add("constraints.spot", "spot", "no|allowed|only (default no)", [](Job& j, const std::string& s, const Location& w) -> Status {
       auto v = ParseEnum<SpotPolicy>(s, w, {{"no", SpotPolicy::kNo}, {"allowed", SpotPolicy::kAllowed}, {"only", SpotPolicy::kOnly}});
       if (!v.ok()) return v.status();
@@ -358,21 +335,10 @@ Location At(const std::string& file, const YAML::Node& n, const std::string& key
 
 std::string SuggestKey(const std::string& key) {
   // "did you mean": the known key with the smallest edit distance.
-  auto dist = [](const std::string& a, const std::string& b) {
-    std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-    for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-    for (size_t i = 1; i <= a.size(); ++i) {
-      cur[0] = i;
-      for (size_t j = 1; j <= b.size(); ++j)
-        cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
-      std::swap(prev, cur);
-    }
-    return prev[b.size()];
-  };
   std::string best;
   size_t best_d = 4;
   for (const auto& e : Entries()) {
-    size_t d = dist(key, e.key.key);
+    size_t d = EditDistance(key, e.key.key);
     if (d < best_d) best_d = d, best = e.key.key;
   }
   return best.empty() ? "" : " (did you mean '" + best + "'?)";

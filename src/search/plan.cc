@@ -1,6 +1,8 @@
 // enumerate -> prune -> estimate -> rank (docs/model/planner.md mirrors this).
 #include "gpuplan/plan.h"
 
+#include "gpuplan/strings.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -66,11 +68,6 @@ std::vector<int64_t> NodeCounts(int64_t max_nodes) {
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
-}
-
-std::string Lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
 }
 
 // §4 storage and requests for the run: dataset + kept checkpoints on the provider's object store.
@@ -373,7 +370,8 @@ Result<PlanResult> PlanJob(const Job& job_in, const Catalog& catalog, const Cali
     any_fit |= st.any_fits_memory;
   }
   // §5 rank: time, cost, or balanced (time x cost); unknown prices rank after known ones on cost.
-  // Ties break toward RDMA fabrics, then fewer GPUs.
+  // Ties break toward faster, RDMA fabrics, cheaper, fewer nodes, then catalog order (deterministic
+  // whatever the thread interleaving).
   auto score = [&](const Best& b) {
     const double inf = 1e300;
     switch (con.objective) {
@@ -389,13 +387,18 @@ Result<PlanResult> PlanJob(const Job& job_in, const Catalog& catalog, const Cali
     if (x.time_s != y.time_s) return x.time_s < y.time_s;
     const bool rx = hws[x.setup]->rdma, ry = hws[y.setup]->rdma;
     if (rx != ry) return rx;
-    return x.nodes < y.nodes;
+    if (x.price_known != y.price_known) return x.price_known;
+    if (x.cost_usd != y.cost_usd) return x.cost_usd < y.cost_usd;
+    if (x.nodes != y.nodes) return x.nodes < y.nodes;
+    return x.setup < y.setup;
   });
   // Pareto front (time vs cost) among priced setups.
   std::vector<Best> priced;
   for (const auto& b : bests) if (b.price_known) priced.push_back(b);
   std::sort(priced.begin(), priced.end(), [](const Best& x, const Best& y) {
-    return x.time_s != y.time_s ? x.time_s < y.time_s : x.cost_usd < y.cost_usd;
+    if (x.time_s != y.time_s) return x.time_s < y.time_s;
+    if (x.cost_usd != y.cost_usd) return x.cost_usd < y.cost_usd;
+    return x.setup != y.setup ? x.setup < y.setup : x.nodes < y.nodes;
   });
   std::vector<Best> front;
   for (const auto& b : priced)
@@ -467,7 +470,8 @@ Result<PlanResult> PlanJob(const Job& job_in, const Catalog& catalog, const Cali
     }
     if (su.inst.ram_bytes) {
       const double need = cal.Get("host_ram_per_gpu_memory_min") * hw.gpu.memory_bytes * su.inst.gpu_count;
-      std::snprintf(buf, sizeof buf, "%.0f GiB RAM vs %.0f GiB (2x GPU memory)", *su.inst.ram_bytes / kGiB, need / kGiB);
+      std::snprintf(buf, sizeof buf, "%.0f GiB RAM vs %.0f GiB (%.1fx GPU memory)", *su.inst.ram_bytes / kGiB, need / kGiB,
+                    cal.Get("host_ram_per_gpu_memory_min"));
       p.host.push_back({"RAM", *su.inst.ram_bytes >= need, buf});
     } else {
       p.host.push_back({"RAM", true, "RAM size unknown"});
@@ -502,6 +506,7 @@ Result<PlanResult> PlanJob(const Job& job_in, const Catalog& catalog, const Cali
       HardwareContext tcp = hw;
       tcp.rdma = false;
       tcp.inter_bytes_per_s_per_gpu = tcp_bw;
+      tcp.k.inter_eff = cal.Get("link_eff.tcp");
       const StepEstimate et = EstimateStep(p.job, tcp);
       const StepBreakdown& bt = et.breakdown;
       p.rdma_required = (bt.tp_comm_s + bt.cp_comm_s + bt.pp_comm_s + bt.dp_comm_s + bt.ep_comm_s) / et.step_time_s > 0.2;

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "gpuplan/job.h"
+#include "gpuplan/job_keys.h"
 
 namespace gpuplan {
 namespace {
@@ -71,6 +72,32 @@ TEST(Job, ErrorsCarryFileLineAndKey) {
   EXPECT_NE(Error("model: {preset: gpt2\n").find("job.yaml:"), std::string::npos);
   EXPECT_NE(Error("model: {preset: nope}\n").find("job.yaml:1: model.preset: unknown model preset"), std::string::npos);
   EXPECT_NE(Error("model: {preset: gpt2, params: 1e9}\n").find("not several"), std::string::npos);
+}
+
+// Regression: a refactor once dropped keys from the table silently; every key the issues name
+// must parse from a job file and have a flag.
+TEST(Job, EveryDocumentedKeyExists) {
+  for (const char* k :
+       {"model.preset", "model.config", "model.params", "model.layers", "model.hidden", "model.heads", "model.kv_heads",
+        "model.ffn_hidden", "model.vocab", "model.mlp", "model.norm", "model.qkv_bias", "model.tied_embeddings",
+        "model.position", "model.experts", "model.experts_per_token", "model.shared_experts", "model.dense_layers",
+        "training.method", "training.seq_len", "training.micro_batch", "training.global_batch", "training.tokens",
+        "training.precision", "training.optimizer", "training.recompute", "training.flash_attention",
+        "training.lora.rank", "training.lora.alpha", "training.lora.targets", "training.data_bytes_per_token",
+        "training.checkpoint_interval_min", "training.checkpoint_async", "training.checkpoint_full_state",
+        "parallel.tp", "parallel.pp", "parallel.dp", "parallel.cp", "parallel.vpp", "parallel.ep",
+        "parallel.sequence_parallel", "parallel.zero", "parallel.offload", "cluster.gpu", "cluster.num_gpus",
+        "cluster.gpus_per_node", "cluster.intra_node", "cluster.network", "cluster.nics_per_node",
+        "cluster.gpudirect_rdma", "cluster.oversubscription", "cluster.storage", "constraints.deadline_hours",
+        "constraints.budget_usd", "constraints.max_gpus", "constraints.clouds", "constraints.gpus", "constraints.spot",
+        "constraints.min_memory_headroom", "constraints.objective", "constraints.rerun_factor"}) {
+    const JobKey* key = FindJobKey(k);
+    ASSERT_NE(key, nullptr) << k;
+    EXPECT_EQ(FindJobKeyByFlag(key->flag), key) << k;
+  }
+  auto j = Parse("model: {preset: gpt2}\ntraining: {checkpoint_interval_min: 30, checkpoint_async: true}\n");
+  ASSERT_TRUE(j.ok()) << j.status().ToString();
+  EXPECT_EQ(j->training.checkpoint_interval_min, 30);
 }
 
 TEST(Job, GlobalBatchMustDivide) {

@@ -103,7 +103,8 @@ double CollectiveTime(Collective c, double bytes, int64_t n, int64_t per_node, c
 // nccl-tests bus bandwidth of that collective (bytes/s), for validation.
 double BusBandwidth(Collective c, double bytes, int64_t n, int64_t per_node, const HardwareContext& hw);
 
-// Model FLOPs per token (6N + 12·L·h·s; N excludes a learned position table; MoE: active params).
-double ModelFlopsPerToken(const Arch& arch, int64_t seq_len);
+// Model FLOPs per token: 6N + 12·L·h·s (N = every active parameter; MoE: top-k experts);
+// 4N + 12·L·h·s when the base is frozen (LoRA/QLoRA: no weight gradients).
+double ModelFlopsPerToken(const Arch& arch, int64_t seq_len, bool frozen_base = false);
 
 }  // namespace gpuplan

@@ -135,11 +135,12 @@ Result<HardwareContext> ResolveHardware(const Job& job, const Catalog& catalog, 
   return hw;
 }
 
-double ModelFlopsPerToken(const Arch& a, int64_t seq_len) {
+double ModelFlopsPerToken(const Arch& a, int64_t seq_len, bool frozen_base) {
   // C§1 llm-foundry convention: 6 x every (active) parameter + 12 x L x h x s; its benchmark
   // table's NumParams include the learned position table, and so does this count.
+  // A frozen base (LoRA/QLoRA) skips the weight gradients: 4N instead of 6N (C§4).
   const double n = static_cast<double>(CountParams(a).active);
-  return 6 * n + 12.0 * a.layers * a.hidden * static_cast<double>(seq_len);
+  return (frozen_base ? 4 : 6) * n + 12.0 * a.layers * a.hidden * static_cast<double>(seq_len);
 }
 
 namespace {
@@ -230,8 +231,12 @@ StepEstimate EstimateStep(const Job& job, const HardwareContext& hw) {
   const double t_logits_fwd = GemmTime(T, a.vocab / t, h, peak16, k);
   const double flops_logits_fwd = 2 * T * h * a.vocab / t;
 
+  // C§4 backward: input gradients (1x forward) and weight gradients (1x) per linear; a frozen
+  // LoRA/QLoRA base computes no weight gradients (the adapters' rank-r GEMMs are negligible).
+  const bool frozen_base = tr.method == Method::kLora || tr.method == Method::kQlora;
+  const double bwd_lin = frozen_base ? 1.0 : 2.0;
   double t_layer_fwd = t_lin_fwd + t_attn_fwd + t_elem_fwd;
-  double t_layer_bwd = 2 * t_lin_fwd + attn_bwd_factor * t_attn_fwd + 2 * t_elem_fwd;
+  double t_layer_bwd = bwd_lin * t_lin_fwd + attn_bwd_factor * t_attn_fwd + 2 * t_elem_fwd;
   double t_recompute = 0, flops_recompute = 0;
   switch (tr.recompute) {
     case Recompute::kNone: break;
@@ -256,7 +261,7 @@ StepEstimate EstimateStep(const Job& job, const HardwareContext& hw) {
   // Every GPU runs its stage's layers; only the last stage's GPUs run the output layer.
   const double num_gpus = static_cast<double>(job.cluster.num_gpus);
   e.hardware_flops_per_step =
-      m * (L * (3 * flops_lin_fwd + (1 + attn_bwd_factor) * flops_attn_fwd + flops_recompute) * num_gpus +
+      m * (L * ((1 + bwd_lin) * flops_lin_fwd + (1 + attn_bwd_factor) * flops_attn_fwd + flops_recompute) * num_gpus +
            3 * flops_logits_fwd * num_gpus / par.pp);
 
   StepBreakdown& b = e.breakdown;
@@ -380,8 +385,7 @@ StepEstimate EstimateStep(const Job& job, const HardwareContext& hw) {
   const double gpus = static_cast<double>(job.cluster.num_gpus);
   e.tokens_per_s = e.tokens_per_step / e.step_time_s;
   e.tokens_per_s_per_gpu = e.tokens_per_s / gpus;
-  e.model_flops_per_token = ModelFlopsPerToken(a, tr.seq_len);
-  if (lora) e.model_flops_per_token = e.model_flops_per_token;  // same convention: frozen base still runs fwd+bwd
+  e.model_flops_per_token = ModelFlopsPerToken(a, tr.seq_len, lora);
   e.mfu = e.tokens_per_s_per_gpu * e.model_flops_per_token / peak_mm;
   // HFU: the model FLOPs plus what recompute executes again (Korthikanti et al. 2022 §5).
   e.recompute_flops_per_step = m * L * flops_recompute * gpus;

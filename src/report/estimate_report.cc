@@ -104,7 +104,9 @@ std::string EstimateToText(const EstimateReport& r, bool md) {
   std::vector<std::vector<std::string>> m = {
       {"tokens/s per GPU", F("%.0f", e.tokens_per_s_per_gpu)},
       {"tokens/s total", F("%.0f", e.tokens_per_s)},
-      {"MFU (6N + 12·L·h·s)", F("%.1f%%", 100 * e.mfu)},
+      {j.training.method == Method::kLora || j.training.method == Method::kQlora ? "MFU (4N + 12·L·h·s, frozen base)"
+                                                                                  : "MFU (6N + 12·L·h·s)",
+       F("%.1f%%", 100 * e.mfu)},
       {"HFU (with recompute)", F("%.1f%%", 100 * e.hfu)},
       {"model TFLOP/s per GPU", F("%.1f", e.model_tflops_per_gpu)},
   };

@@ -195,7 +195,8 @@ Result<PlanResult> PlanJob(const Job& job_in, const Catalog& catalog, const Cali
   const Arch& a = job_in.arch;
   const int64_t L = a.layers;
   const double tokens = job_in.training.tokens;
-  const double mflops = ModelFlopsPerToken(a, job_in.training.seq_len);
+  const double mflops = ModelFlopsPerToken(a, job_in.training.seq_len,
+                                           job_in.training.method == Method::kLora || job_in.training.method == Method::kQlora);
   const bool lora = job_in.training.method == Method::kLora || job_in.training.method == Method::kQlora;
 
   // §2 the layout space (pins restrict it).

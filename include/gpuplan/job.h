@@ -60,7 +60,7 @@ struct ClusterSpec {
   bool gpudirect_rdma = true;     // Default: true (ignored on TCP).
   double oversubscription = 1.0;  // Default: 1.0 (non-blocking fabric).
   std::string storage;            // Default: "" = none (no data/checkpoint stall modelled; said in output).
-  int64_t cpu_cores_per_gpu = 0;  // Default: 0 = unknown (no data-loader check).
+  int64_t cpu_cores_per_gpu = 0;  // Default: 0 = unknown (no host check); else checked against calibration host_vcpus_per_gpu_min.
 };
 
 enum class Objective { kTime, kCost, kBalanced };

@@ -55,6 +55,11 @@ struct Plan {
   double min_inter_node_gbps = 0;  // for exposed comm <= 20% of the step (0 = single node)
   StoragePlan storage;
   std::vector<HostCheck> host;
+  // Reliability (docs/model/planner.md §6): failures expected over the run at the catalog failure
+  // rate, and the share of wall time that is useful work with the checkpoint interval used.
+  double expected_failures = 0;
+  double goodput = 1;
+  double lost_hours = 0;
   std::string bottleneck;
   std::string network;          // link id used between nodes
 };

@@ -117,6 +117,14 @@ std::string EstimateToText(const EstimateReport& r, bool md) {
   if (e.checkpoint_bytes > 0)
     m.push_back({"checkpoint size (GB)", F("%.1f", e.checkpoint_bytes / 1e9)});
   out += RenderTable({"metric", "value"}, m, md);
+  if (j.cluster.cpu_cores_per_gpu > 0) {
+    const double want = r.hw.cal.Get("host_vcpus_per_gpu_min");
+    char cbuf[256];
+    std::snprintf(cbuf, sizeof cbuf, "\n%s: %lld CPU cores per GPU %s %.0f recommended for data loading (seed 001: 8 vCPUs dropped an H100 from 90%% to below 60%% utilisation)\n",
+                  j.cluster.cpu_cores_per_gpu < want ? "WARNING" : "host", static_cast<long long>(j.cluster.cpu_cores_per_gpu),
+                  j.cluster.cpu_cores_per_gpu < want ? "<" : ">=", want);
+    out += cbuf;
+  }
   if (!r.hw.storage) {
     out += "\nnote: no cluster.storage given: data-loading and checkpoint stalls are not modelled (0 s)\n";
   } else if (!r.hw.storage->read_bytes_per_s || !r.hw.storage->write_bytes_per_s) {

@@ -60,6 +60,7 @@ nlohmann::json PlanJson(const Plan& p) {
        {{"bytes", p.storage.checkpoint_bytes}, {"write_s", p.storage.checkpoint_write_s}, {"target", p.storage.checkpoint_target},
         {"suggested_interval_min", p.storage.suggested_interval_min}}},
       {"host_checks", host},
+      {"reliability", {{"expected_failures", p.expected_failures}, {"goodput", p.goodput}, {"lost_hours", p.lost_hours}}},
       {"bottleneck", p.bottleneck},
   };
 }
@@ -135,6 +136,10 @@ std::string PlanToText(const PlanResult& r, const Job& job, bool md) {
                                  : ", write time unknown (no storage throughput for this provider in the catalog): no interval suggested"));
     line("time", Hours(p.time_to_train_s) + F(", %.0f GPU-hours", p.time_to_train_s * p.job.cluster.num_gpus / 3600) +
                      F(", step %.2f s", p.estimate.step_time_s) + F(", MFU %.1f%%", 100 * p.estimate.mfu));
+    line("reliability", F("%.2f failures expected over the run", p.expected_failures) +
+                            F(" (Llama 3 rate); goodput %.1f%%", 100 * p.goodput) +
+                            F(", about %.1f h lost to checkpoints, lost work and restarts", p.lost_hours) +
+                            (p.cost.price_kind == "spot" ? "; spot interruptions are not priced (rates unknown)" : ""));
     if (c.price_known) {
       std::snprintf(buf, sizeof buf, "compute $%.0f (%s $%.2f/node-h, price date %s) + storage $%.0f + requests $%.0f = $%.0f; x%.2f rerun/debug factor = $%.0f to budget",
                     c.compute_usd, c.price_kind.c_str(), c.price_per_node_hour, p.instance.price_date.c_str(), c.storage_usd,

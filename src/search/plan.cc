@@ -452,6 +452,18 @@ Result<PlanResult> PlanJob(const Job& job_in, const Catalog& catalog, const Cali
     }
     const double mtbf_s = 86400.0 / (cal.Get("gpu_failure_rate_per_gpu_day") * gpus);
     p.storage.suggested_interval_min = p.storage.checkpoint_write_s > 0 ? std::sqrt(2 * p.storage.checkpoint_write_s * mtbf_s) / 60 : 0;
+    // Goodput (Young 1974 / Daly 2006 first order): checkpoint cost C every tau, and per failure half
+    // an interval of lost work plus the restart: lost fraction = C/tau + (tau/2 + R)/MTBF.
+    {
+      // A run shorter than the interval still writes its final checkpoint once.
+      const double tau = std::min(b.time_s, (p.storage.suggested_interval_min > 0 ? p.storage.suggested_interval_min
+                                                                                  : p.job.training.checkpoint_interval_min) * 60);
+      const double c_s = std::max(0.0, p.storage.checkpoint_write_s);
+      const double lost = c_s / tau + (tau / 2 + cal.Get("restart_overhead_s")) / mtbf_s;
+      p.goodput = 1 / (1 + lost);
+      p.expected_failures = b.time_s / mtbf_s;
+      p.lost_hours = b.time_s * lost / 3600;
+    }
     if (su.inst.local_nvme_bytes) {
       char buf[160];
       std::snprintf(buf, sizeof buf, "local NVMe %.1f TB per node (dataset %.2f TB %s)", *su.inst.local_nvme_bytes / 1e12,

@@ -20,6 +20,8 @@ std::string Layout(const Plan& p) {
   s += " dp" + std::to_string(q.dp);
   if (q.cp > 1) s += " cp" + std::to_string(q.cp);
   s += " z" + std::to_string(q.zero);
+  if (q.ep > 1) s += " ep" + std::to_string(q.ep);
+  if (q.offload != Offload::kNone) s += " offload:" + ToString(q.offload);
   return s;
 }
 

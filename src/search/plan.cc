@@ -142,6 +142,7 @@ Result<PlanResult> PlanJob(const Job& job_in, const Catalog& catalog, const Cali
     allowed_gpus = {spec->id};
   }
 
+  auto pinned = [&](const char* key) { return job_in.IsSet(key); };
   PlanResult out;
   // §1 setups: each instance (and its spot variant) with usable facts.
   std::vector<Setup> setups;
@@ -160,6 +161,7 @@ Result<PlanResult> PlanJob(const Job& job_in, const Catalog& catalog, const Cali
     Setup s;
     s.inst = inst;
     s.intra = inst.intra_link == "unknown" ? "" : inst.intra_link;
+    if (pinned("cluster.intra_node")) s.intra = job_in.cluster.intra_node;
     if (!inst.network_link.empty() && inst.network_link != "unknown") {
       s.network = inst.network_link;
       auto link = catalog.FindLink(inst.network_link);
@@ -173,6 +175,13 @@ Result<PlanResult> PlanJob(const Job& job_in, const Catalog& catalog, const Cali
       s.network = "tcp-10g";  // placeholder for single-node hardware resolution; never used across nodes
       s.nics = 1;
     }
+    // A pinned network describes the user's fabric for every instance.
+    if (pinned("cluster.network")) {
+      s.network = job_in.cluster.network;
+      s.multi_node_ok = true;
+      s.multi_node_why.clear();
+    }
+    if (pinned("cluster.nics_per_node")) s.nics = job_in.cluster.nics_per_node;
     if (con.spot != SpotPolicy::kOnly) {
       Setup od = s;
       od.price_kind = "on-demand";
@@ -200,7 +209,6 @@ Result<PlanResult> PlanJob(const Job& job_in, const Catalog& catalog, const Cali
   const bool lora = job_in.training.method == Method::kLora || job_in.training.method == Method::kQlora;
 
   // §2 the layout space (pins restrict it).
-  auto pinned = [&](const char* key) { return job_in.IsSet(key); };
   std::vector<int64_t> tps, pps, cps, vpps, mbs;
   std::vector<int> zeros;
   std::vector<Recompute> rcs;
@@ -307,6 +315,11 @@ Result<PlanResult> PlanJob(const Job& job_in, const Catalog& catalog, const Cali
           for (int64_t pp : pps) {
             if (gpus % (tp * cp * pp)) continue;
             const int64_t dp = gpus / (tp * cp * pp);
+            if (pinned("parallel.dp") && dp != job_in.parallel.dp) continue;
+            if (job_in.parallel.ep > 1 && (job_in.parallel.ep > dp * tp || a.experts % job_in.parallel.ep != 0)) {
+              ++st.rejected["ep does not fit the layout"];
+              continue;
+            }
             const std::vector<int64_t> vp = !vpps.empty() ? vpps : (pp > 1 ? std::vector<int64_t>{1, 2} : std::vector<int64_t>{1});
             for (int64_t vpp : vp) {
               if (pp * vpp > L || (vpp > 1 && pp == 1)) continue;
@@ -323,8 +336,10 @@ Result<PlanResult> PlanJob(const Job& job_in, const Catalog& catalog, const Cali
                     j.parallel.dp = dp;
                     j.parallel.vpp = vpp;
                     j.parallel.zero = zero;
-                    j.parallel.sequence_parallel = tp > 1;
-                    j.parallel.offload = Offload::kNone;
+                    // Sequence parallel whenever tp > 1 unless pinned; offload and ep as the job says.
+                    j.parallel.sequence_parallel = tp > 1 && (!pinned("parallel.sequence_parallel") || job_in.parallel.sequence_parallel);
+                    j.parallel.offload = job_in.parallel.offload;
+                    j.parallel.ep = job_in.parallel.ep;
                     j.training.micro_batch = mb;
                     j.training.recompute = rc;
                     j.training.global_batch = global_batch;

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds, and runs every test (unit, property, golden, e2e, validation).
+# Installs what is missing, builds, and runs every test (unit, property, golden, e2e, validation),
+# then the unit/property/e2e/golden tests again under AddressSanitizer + UBSan.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 bash scripts/build.sh
 ctest --test-dir build --output-on-failure -j "$(nproc)"
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DGPUPLAN_SANITIZE=ON -DGPUPLAN_BUILD_BENCH=OFF > /dev/null
+cmake --build build-asan -j "$(nproc)" > /dev/null
+ctest --test-dir build-asan --output-on-failure -j "$(nproc)" -L "unit|property|e2e|golden"

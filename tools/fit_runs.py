@@ -11,10 +11,10 @@ usage: tools/fit_runs.py build/gpuplan ../shared/validation/runs.csv
 import itertools, os, re, subprocess, sys, tempfile
 
 GRID = {
-    "framework_overhead": [1.0, 1.15, 1.3],
+    "framework_overhead": [1.0, 1.1, 1.2, 1.3],
     "flash_attention_eff.ampere": [0.575, 0.45, 0.35],
     "flash_attention_eff.hopper": [0.33, 0.25, 0.2],
-    "matmul_fixed_s": [8e-6, 20e-6],
+    "matmul_fixed_s": [8e-6, 20e-6, 50e-6, 100e-6],
     "step_fixed_s": [0.0],
 }
 

@@ -26,12 +26,6 @@ constexpr double kMB = 1e6;
     if (_v->has_value()) (out) = **_v * (scale);                   \
   } while (0)
 
-Status Require(const CsvTable& t, const std::vector<std::string>& cols) {
-  for (const auto& c : cols)
-    if (t.Column(c) < 0) return Status::BadInput({t.file, 1, c}, "missing column");
-  return Status::Ok();
-}
-
 Result<GpuSpec> ReadGpu(const CsvRecord& r) {
   GpuSpec g;
   g.id = r.Str("id");

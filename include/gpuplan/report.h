@@ -16,6 +16,7 @@ constexpr int kJsonSchemaVersion = 1;
 std::string FormatGiB(double bytes);   // "12.34"
 std::string FormatCount(double n);     // "6.74B", "124.4M"
 std::string WithThousands(int64_t n);  // "6,738,415,616"
+std::string FormatNumber(const char* printf_format, double v);  // one number, printf-style
 
 // The job's inputs as JSON (recorded in every JSON output).
 nlohmann::json JobToJson(const Job& job);
@@ -55,7 +56,8 @@ std::string EstimateToText(const EstimateReport& r, bool markdown);
 
 // Validation: a terminal table and the Markdown page docs/validation.md.
 std::string ValidationToText(const ValidationReport& r, bool all_rows);
-std::string ValidationToMarkdown(const ValidationReport& r, const std::string& input_path);
+// `cal` (the constants in force) is listed at the end so a report says what produced it.
+std::string ValidationToMarkdown(const ValidationReport& r, const std::string& input_path, const Calibration& cal);
 
 }  // namespace gpuplan
 

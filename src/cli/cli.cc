@@ -108,6 +108,17 @@ Result<Format> GetFormat(const Args& args) {
   return Status::BadInput({"command line", 0, "--format"}, "expected text|md|json|csv, got '" + f + "'");
 }
 
+const std::vector<FlagSpec>& JobCommandFlags() {
+  static const std::vector<FlagSpec> flags = {
+      {"json", false, "JSON output (same as --format json)"},
+      {"format", true, "text|md|json (default text)"},
+      {"catalog", true, "extra catalog CSV (GPUs, links, instances, storage); repeatable"},
+      {"calibration", true, "calibration CSV overriding data/calibration.csv and data/efficiency.csv"},
+      {"help", false, "this help"},
+  };
+  return flags;
+}
+
 std::string FlagHelp(const std::vector<FlagSpec>& own, bool job_flags) {
   std::string out = "options:\n";
   auto line = [&](const std::string& flag, const std::string& help) {

@@ -50,4 +50,7 @@ Result<Format> GetFormat(const Args& args);
 
 std::string FlagHelp(const std::vector<FlagSpec>& own, bool job_flags);
 
+// The flags every job command (memory, estimate, plan) takes.
+const std::vector<FlagSpec>& JobCommandFlags();
+
 }  // namespace gpuplan::cli

@@ -8,13 +8,6 @@
 namespace gpuplan::cli {
 
 namespace {
-const std::vector<FlagSpec> kEstimateFlags = {
-    {"json", false, "JSON output (same as --format json)"},
-    {"format", true, "text|md|json (default text)"},
-    {"catalog", true, "extra catalog CSV (GPUs, links, instances, storage); repeatable"},
-    {"calibration", true, "calibration CSV overriding data/calibration.csv and data/efficiency.csv"},
-    {"help", false, "this help"},
-};
 const std::vector<FlagSpec> kValidateFlags = {
     {"write", true, "Markdown report path (default docs/validation.md; '-' to skip)"},
     {"all", false, "list every row, including those not predicted, with the reason"},
@@ -27,10 +20,10 @@ const std::vector<FlagSpec> kValidateFlags = {
 }  // namespace
 
 int CmdEstimate(const std::vector<std::string>& argv) {
-  auto args = ParseArgs(argv, kEstimateFlags, true);
+  auto args = ParseArgs(argv, JobCommandFlags(), true);
   if (!args.ok()) return Fail(args.status());
   if (args->Has("help")) {
-    std::printf("usage: gpuplan estimate [JOB.yaml|JOB.json] [--flags]\n\n%s", FlagHelp(kEstimateFlags, true).c_str());
+    std::printf("usage: gpuplan estimate [JOB.yaml|JOB.json] [--flags]\n\n%s", FlagHelp(JobCommandFlags(), true).c_str());
     return 0;
   }
   auto format = GetFormat(*args);
@@ -75,7 +68,7 @@ int CmdValidate(const std::vector<std::string>& argv) {
     if (!f) return Fail(Status::BadInput({"command line", 0, "--write"}, "cannot write '" + out + "'"));
     std::string inputs;
     for (const auto& p : args->positional) inputs += (inputs.empty() ? "" : " ") + p;
-    f << ValidationToMarkdown(*rep, inputs);
+    f << ValidationToMarkdown(*rep, inputs, *cal);
     std::printf("wrote %s\n", out.c_str());
   }
   auto threshold = [&](const char* flag, double value) -> int {

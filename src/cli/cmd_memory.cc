@@ -11,21 +11,11 @@ int Fail(const Status& st) {
   return st.ExitCode() == 0 ? 3 : st.ExitCode();
 }
 
-namespace {
-const std::vector<FlagSpec> kMemoryFlags = {
-    {"json", false, "JSON output (same as --format json)"},
-    {"format", true, "text|md|json (default text)"},
-    {"catalog", true, "extra catalog CSV (GPUs, links, instances, storage); repeatable"},
-    {"calibration", true, "calibration CSV overriding data/calibration.csv"},
-    {"help", false, "this help"},
-};
-}  // namespace
-
 int CmdMemory(const std::vector<std::string>& argv) {
-  auto args = ParseArgs(argv, kMemoryFlags, true);
+  auto args = ParseArgs(argv, JobCommandFlags(), true);
   if (!args.ok()) return Fail(args.status());
   if (args->Has("help")) {
-    std::printf("usage: gpuplan memory [JOB.yaml|JOB.json] [--flags]\n\n%s", FlagHelp(kMemoryFlags, true).c_str());
+    std::printf("usage: gpuplan memory [JOB.yaml|JOB.json] [--flags]\n\n%s", FlagHelp(JobCommandFlags(), true).c_str());
     return 0;
   }
   auto format = GetFormat(*args);

@@ -12,22 +12,22 @@
 namespace gpuplan::cli {
 
 namespace {
-const std::vector<FlagSpec> kPlanFlags = {
-    {"json", false, "JSON output (same as --format json)"},
-    {"format", true, "text|md|json (default text)"},
-    {"catalog", true, "extra catalog CSV (instances with your prices, an on-prem cluster, ...); repeatable"},
-    {"calibration", true, "calibration CSV overriding the built-in constants"},
-    {"threads", true, "search threads (default 2)"},
-    {"help", false, "this help"},
-};
+const std::vector<FlagSpec>& PlanFlags() {
+  static const std::vector<FlagSpec> flags = [] {
+    std::vector<FlagSpec> f = JobCommandFlags();
+    f.push_back({"threads", true, "search threads (default 2)"});
+    return f;
+  }();
+  return flags;
+}
 }  // namespace
 
 int CmdPlan(const std::vector<std::string>& argv) {
-  auto args = ParseArgs(argv, kPlanFlags, true);
+  auto args = ParseArgs(argv, PlanFlags(), true);
   if (!args.ok()) return Fail(args.status());
   if (args->Has("help")) {
     std::printf("usage: gpuplan plan JOB.yaml [--flags]\n\nThe job's parallel/cluster keys become pins; constraints.* bound the search.\n\n%s",
-                FlagHelp(kPlanFlags, true).c_str());
+                FlagHelp(PlanFlags(), true).c_str());
     return 0;
   }
   auto format = GetFormat(*args);

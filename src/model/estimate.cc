@@ -398,6 +398,12 @@ StepEstimate EstimateStep(const Job& job, const HardwareContext& hw) {
   return e;
 }
 
+static std::string ShortNumber(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+
 std::string Bottleneck(const Job& job, const HardwareContext& hw, const StepEstimate& e) {
   const StepBreakdown& b = e.breakdown;
   struct Part { const char* name; double s; };
@@ -425,7 +431,7 @@ std::string Bottleneck(const Job& job, const HardwareContext& hw, const StepEsti
                   e.comm.dp_crosses_nodes ? hw.inter.name.c_str() : hw.intra.name.c_str(),
                   e.comm.dp_crosses_nodes && !hw.rdma ? " without RDMA" : "", share, b.dp_comm_s, e.step_time_s,
                   e.comm.dp_crosses_nodes && ratio < 0.9
-                      ? (": RDMA at 400 Gb/s per GPU would cut the step to " + std::to_string(faster).substr(0, 6) + " s").c_str()
+                      ? (": RDMA at 400 Gb/s per GPU would cut the step to " + ShortNumber(faster) + " s").c_str()
                       : ": raise micro-batch/accumulation or use ZeRO-1/2 instead of 3 to send less per token");
   } else if (top_name == "tp") {
     std::snprintf(buf, sizeof buf,

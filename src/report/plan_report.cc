@@ -6,11 +6,7 @@
 namespace gpuplan {
 
 namespace {
-std::string F(const char* fmt, double v) {
-  char buf[96];
-  std::snprintf(buf, sizeof buf, fmt, v);
-  return buf;
-}
+std::string F(const char* fmt, double v) { return FormatNumber(fmt, v); }
 std::string Hours(double s) { return F(s < 3600 * 48 ? "%.1f h" : "%.0f h", s / 3600); }
 std::string Usd(const CostBreakdown& c, double v) { return c.price_known ? F("$%.0f", v) : "unknown"; }
 std::string Layout(const Plan& p) {

@@ -16,6 +16,12 @@ std::string FormatGiB(double bytes) {
   return buf;
 }
 
+std::string FormatNumber(const char* printf_format, double v) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, printf_format, v);
+  return buf;
+}
+
 std::string FormatCount(double n) {
   char buf[64];
   if (n >= 1e12) std::snprintf(buf, sizeof buf, "%.2fT", n / 1e12);

@@ -1,19 +1,14 @@
 // The seeds' worked examples and unit checks of the step-time model.
 #include <gtest/gtest.h>
 
+#include "../test_util.h"
+
 #include "gpuplan/estimate.h"
 
 namespace gpuplan {
 namespace {
 
-Job MakeJob(const std::string& yaml) {
-  auto j = ParseJobText(yaml, "test.yaml");
-  EXPECT_TRUE(j.ok()) << j.status().ToString();
-  Job job = j.ok() ? *j : Job{};
-  Status st = FinalizeJob(job);
-  EXPECT_TRUE(st.ok()) << st.ToString();
-  return job;
-}
+using testing_util::MakeJob;
 
 HardwareContext Hw(const Job& j) {
   static const Catalog cat = *LoadCatalog();

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include "../test_util.h"
+
 #include <cmath>
 
 #include "gpuplan/memory.h"
@@ -7,14 +9,7 @@
 namespace gpuplan {
 namespace {
 
-Job MakeJob(const std::string& yaml) {
-  auto j = ParseJobText(yaml, "test.yaml");
-  EXPECT_TRUE(j.ok()) << j.status().ToString();
-  Job job = j.ok() ? *j : Job{};
-  Status st = FinalizeJob(job);
-  EXPECT_TRUE(st.ok()) << st.ToString();
-  return job;
-}
+using testing_util::MakeJob;
 
 double ModelStatesGB(const Job& j) {
   MemoryBreakdown m = EstimateMemory(j);

@@ -373,9 +373,13 @@ Status SetFromNode(Job& job, const std::string& key, const YAML::Node& value, co
 }
 
 Status WalkMap(Job& job, const YAML::Node& map, const std::string& prefix, const std::string& file) {
+  std::map<std::string, int> seen;  // a key given twice would silently lose the first value
   for (auto it = map.begin(); it != map.end(); ++it) {
     if (!it->first.IsScalar()) return Bad(At(file, it->first, prefix), "keys must be plain names");
     const std::string key = prefix + "." + it->first.Scalar();
+    const Location here = At(file, it->first, key);
+    if (auto [pos, fresh] = seen.emplace(key, here.line); !fresh)
+      return Bad(here, "given twice (first on line " + std::to_string(pos->second) + ")");
     GPUPLAN_RETURN_IF_ERROR(SetFromNode(job, key, it->second, file));
   }
   return Status::Ok();
@@ -425,8 +429,12 @@ Result<Job> ParseJobText(const std::string& text, const std::string& file) {
   // Order: model first (a preset/config replaces the whole arch; inline fields then refine it).
   static const char* kSections[] = {"model", "training", "parallel", "cluster", "constraints"};
   try {
+    std::map<std::string, int> sections_seen;
     for (auto it = root.begin(); it != root.end(); ++it) {
       const std::string sec = it->first.IsScalar() ? it->first.Scalar() : "";
+      const Location here = At(file, it->first, sec);
+      if (auto [pos, fresh] = sections_seen.emplace(sec, here.line); !fresh)
+        return Bad(here, "section given twice (first on line " + std::to_string(pos->second) + ")");
       bool known = false;
       for (const char* s : kSections) known |= sec == s;
       if (!known) return Bad(At(file, it->first, sec), "unknown section (expected model, training, parallel, cluster, constraints)");
@@ -443,8 +451,12 @@ Result<Job> ParseJobText(const std::string& text, const std::string& file) {
         }
       }
       if (sources > 1) return Bad(At(file, model, "model"), "give one of preset, config or params, not several");
+      std::map<std::string, int> model_seen;
       for (auto it = model.begin(); it != model.end(); ++it) {
         const std::string k = it->first.Scalar();
+        const Location here = At(file, it->first, "model." + k);
+        if (auto [pos, fresh] = model_seen.emplace(k, here.line); !fresh)
+          return Bad(here, "given twice (first on line " + std::to_string(pos->second) + ")");
         if (k == "preset" || k == "config" || k == "params") continue;
         GPUPLAN_RETURN_IF_ERROR(SetFromNode(job, "model." + k, it->second, file));
       }

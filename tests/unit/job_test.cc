@@ -100,6 +100,14 @@ TEST(Job, EveryDocumentedKeyExists) {
   EXPECT_EQ(j->training.checkpoint_interval_min, 30);
 }
 
+TEST(Job, DuplicateKeysAreErrorsNotSilentOverrides) {
+  EXPECT_EQ(Error("model: {preset: gpt2}\ntraining:\n  seq_len: 512\n  seq_len: 1024\n"),
+            "job.yaml:4: training.seq_len: given twice (first on line 3)");
+  EXPECT_EQ(Error("model: {preset: gpt2}\ntraining: {seq_len: 512}\ntraining: {micro_batch: 2}\n"),
+            "job.yaml:3: training: section given twice (first on line 2)");
+  EXPECT_EQ(Error("model:\n  preset: gpt2\n  vocab: 100\n  vocab: 200\n"), "job.yaml:4: model.vocab: given twice (first on line 3)");
+}
+
 TEST(Job, GlobalBatchMustDivide) {
   EXPECT_NE(Error("model: {preset: gpt2}\ntraining: {micro_batch: 3, global_batch: 10}\n").find("not a multiple"),
             std::string::npos);

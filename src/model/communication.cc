@@ -56,8 +56,9 @@ double CollectiveTime(Collective c, double bytes, int64_t n_i, int64_t per_node_
     return BusFactor(c, n) * bytes / IntraBandwidth(c, hw) + RingSteps(c, n) * Latency(hw.intra, hw);
   }
   const double inter_bw = InterBandwidth(hw);
-  if (per_node <= 1) {
-    // §3 one rank per node: the ring runs over the network.
+  if (per_node <= 1 || c == Collective::kSendRecv) {
+    // §3 one rank per node, or a point-to-point step whose slowest hop crosses nodes with the whole
+    // message (a ring neighbour on the next node).
     return BusFactor(c, n) * bytes / inter_bw + RingSteps(c, n) * Latency(hw.inter, hw);
   }
   // §3 hierarchical: an intra-node phase over the whole buffer and an inter-node phase in which

@@ -275,7 +275,12 @@ StepEstimate EstimateStep(const Job& job, const HardwareContext& hw) {
   if (par.tp > 1) {
     const double msg = T * h * ab;
     const double per_layer = (4 + (tr.recompute == Recompute::kFull ? 2 : 0));
-    const double t_one = CollectiveTime(Collective::kAllReduce, msg, par.tp, gp.tp_per_node, hw);
+    // Without SP: all-reduces (NVLS-capable switches reduce in the fabric). With SP: an all-gather
+    // and a reduce-scatter of the same bytes, which get no in-switch reduction.
+    const double t_one = par.sequence_parallel
+                             ? CollectiveTime(Collective::kAllGather, msg, par.tp, gp.tp_per_node, hw) +
+                                   CollectiveTime(Collective::kReduceScatter, msg, par.tp, gp.tp_per_node, hw)
+                             : CollectiveTime(Collective::kAllReduce, msg, par.tp, gp.tp_per_node, hw);
     cd.tp_bytes = m * L * per_layer * msg;
     cd.tp_s = m * L * per_layer * t_one;
     b.tp_comm_s = (1 - k.tp_overlap) * cd.tp_s;

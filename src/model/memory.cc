@@ -270,7 +270,7 @@ MemoryBreakdown EstimateMemoryForStage(const Job& job, int stage, const Calibrat
   const double per_mb = (sp.layers - sp.moe_layers) * dense_act.saved_bytes + sp.moe_layers * moe_act.saved_bytes;
   const double inflight = static_cast<double>(m.inflight_microbatches) * interleave;
   m.activations_bytes = per_mb * inflight;
-  ADD("activations", "transformer layers (" + ToString(tr.recompute) + " recompute)", m.activations_bytes,
+  ADD("activations", std::string("transformer layers (") + (tr.recompute == Recompute::kNone ? "no" : ToString(tr.recompute).c_str()) + " recompute)", m.activations_bytes,
       Fmt("%.4g B/layer x %.0f layers x %.3g micro-batches in flight", dense_act.saved_bytes,
           static_cast<double>(sp.layers), inflight));
   const double s_local = static_cast<double>(tr.seq_len) / par.cp;

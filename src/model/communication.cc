@@ -20,6 +20,16 @@ double BusFactor(Collective c, double n) {
   return 1;
 }
 
+double RingSteps(Collective c, double n);
+
+// §3 NCCL picks ring or tree per size: an all-reduce across nodes can use the double binary tree,
+// whose latency grows with 2 log2(nodes) steps instead of the ring's 2(n - 1); at large sizes both
+// move the same bytes per link, so only the latency term differs (NCCL docs, "NCCL_ALGO").
+double CrossNodeSteps(Collective c, double nodes) {
+  if (c == Collective::kAllReduce) return std::min(2 * (nodes - 1), 2 * std::ceil(std::log2(nodes)));
+  return RingSteps(c, nodes);
+}
+
 double RingSteps(Collective c, double n) {
   switch (c) {
     case Collective::kAllReduce: return 2 * (n - 1);
@@ -59,7 +69,7 @@ double CollectiveTime(Collective c, double bytes, int64_t n_i, int64_t per_node_
   if (per_node <= 1 || c == Collective::kSendRecv) {
     // §3 one rank per node, or a point-to-point step whose slowest hop crosses nodes with the whole
     // message (a ring neighbour on the next node).
-    return BusFactor(c, n) * bytes / inter_bw + RingSteps(c, n) * Latency(hw.inter, hw);
+    return BusFactor(c, n) * bytes / inter_bw + CrossNodeSteps(c, n) * Latency(hw.inter, hw);
   }
   // §3 hierarchical: an intra-node phase over the whole buffer and an inter-node phase in which
   // each GPU carries 1/per_node of it over its share of the NICs (NCCL's tree/ring across rails);
@@ -74,7 +84,7 @@ double CollectiveTime(Collective c, double bytes, int64_t n_i, int64_t per_node_
     t_inter = BusFactor(c, nodes) * (bytes / per_node) / inter_bw;
   }
   const double t = std::max(t_intra, hw.k.hierarchical_inter_factor * t_inter);
-  return t + RingSteps(c, per_node) * Latency(hw.intra, hw) + RingSteps(c, nodes) * Latency(hw.inter, hw);
+  return t + RingSteps(c, per_node) * Latency(hw.intra, hw) + CrossNodeSteps(c, nodes) * Latency(hw.inter, hw);
 }
 
 double BusBandwidth(Collective c, double bytes, int64_t n, int64_t per_node, const HardwareContext& hw) {

@@ -1,5 +1,7 @@
 #include "gpuplan/validation_rows.h"
 
+#include "gpuplan/strings.h"
+
 #include <algorithm>
 #include <cctype>
 
@@ -7,10 +9,6 @@ namespace gpuplan {
 
 namespace {
 
-std::string Lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
-}
 bool Contains(const std::string& hay, const std::string& needle) { return Lower(hay).find(needle) != std::string::npos; }
 
 // A whole positive number, or 0 when the cell is empty / not a number.

@@ -72,7 +72,7 @@ std::vector<int64_t> NodeCounts(int64_t max_nodes) {
 
 // §4 storage and requests for the run: dataset + kept checkpoints on the provider's object store.
 void StorageCost(const Job& j, const Catalog& cat, const Calibration& cal, const std::string& provider, double hours,
-                 double ckpt_bytes, double step_s, CostBreakdown& c, StoragePlan* sp) {
+                 double ckpt_bytes, CostBreakdown& c, StoragePlan* sp) {
   const double dataset = j.training.tokens * j.training.data_bytes_per_token;
   const StorageSpec* obj = nullptr;
   for (const auto& s : cat.storage)
@@ -99,7 +99,6 @@ void StorageCost(const Job& j, const Catalog& cat, const Calibration& cal, const
         break;
       }
     sp->checkpoint_bytes = ckpt_bytes;
-    (void)step_s;
   }
 }
 
@@ -204,9 +203,8 @@ Result<PlanResult> PlanJob(const Job& job_in, const Catalog& catalog, const Cali
   const Arch& a = job_in.arch;
   const int64_t L = a.layers;
   const double tokens = job_in.training.tokens;
-  const double mflops = ModelFlopsPerToken(a, job_in.training.seq_len,
-                                           job_in.training.method == Method::kLora || job_in.training.method == Method::kQlora);
   const bool lora = job_in.training.method == Method::kLora || job_in.training.method == Method::kQlora;
+  const double mflops = ModelFlopsPerToken(a, job_in.training.seq_len, lora);
 
   // §2 the layout space (pins restrict it).
   std::vector<int64_t> tps, pps, cps, vpps, mbs;
@@ -279,7 +277,7 @@ Result<PlanResult> PlanJob(const Job& job_in, const Catalog& catalog, const Cali
         }
     for (size_t si = 0; si < setups.size(); ++si) {
       CostBreakdown c;
-      StorageCost(job_in, catalog, cal, setups[si].inst.provider, 1.0, ckpt, 0, c, nullptr);
+      StorageCost(job_in, catalog, cal, setups[si].inst.provider, 1.0, ckpt, c, nullptr);
       storage_usd_per_hour[si] = c.storage_usd + c.requests_usd;
     }
   }
@@ -449,7 +447,7 @@ Result<PlanResult> PlanJob(const Job& job_in, const Catalog& catalog, const Cali
     c.price_per_node_hour = su.price.value_or(0);
     const double hours = b.time_s / 3600;
     c.compute_usd = c.price_per_node_hour * b.nodes * hours;
-    StorageCost(p.job, catalog, cal, su.inst.provider, hours, p.estimate.checkpoint_bytes, p.estimate.step_time_s, c, &p.storage);
+    StorageCost(p.job, catalog, cal, su.inst.provider, hours, p.estimate.checkpoint_bytes, c, &p.storage);
     c.subtotal_usd = c.compute_usd + c.storage_usd + c.requests_usd;
     c.with_rerun_usd = c.subtotal_usd * con.rerun_factor;
     // Checkpoints go to the provider's parallel file system, else its object store (the first
@@ -545,7 +543,6 @@ Result<PlanResult> PlanJob(const Job& job_in, const Catalog& catalog, const Cali
   const size_t top = static_cast<size_t>(con.top);
   for (size_t i = 0; i < bests.size() && i < top; ++i) out.plans.push_back(materialize(bests[i]));
   for (const auto& b : front) out.pareto.push_back(materialize(b));
-  (void)lora;
   // §7 nothing feasible: which constraint to relax, and by how much.
   if (out.plans.empty()) {
     char buf[400];

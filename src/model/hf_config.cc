@@ -69,7 +69,17 @@ Result<Arch> ArchFromHfConfig(const std::string& path) {
     return Status::BadInput(r.At("model_type"), "expected a string");
   }
   Arch a;
-  a.name = type;
+  // Name it after the checkpoint folder (".../Llama-2-7b-hf/config.json") or the file's stem.
+  {
+    std::string stem = path;
+    if (auto slash = stem.find_last_of('/'); slash != std::string::npos) {
+      const std::string file = stem.substr(slash + 1);
+      const std::string dir = stem.substr(0, slash);
+      stem = file == "config.json" ? dir.substr(dir.find_last_of('/') == std::string::npos ? 0 : dir.find_last_of('/') + 1) : file;
+    }
+    if (stem.size() > 5 && stem.substr(stem.size() - 5) == ".json") stem = stem.substr(0, stem.size() - 5);
+    a.name = stem.empty() ? type : stem;
+  }
   if (type == "llama" || type == "mistral" || type == "mixtral" || type == "qwen2") {
     ASSIGN_OR_RETURN(a.hidden, r.Int("hidden_size"));
     ASSIGN_OR_RETURN(a.layers, r.Int("num_hidden_layers"));

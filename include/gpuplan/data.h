@@ -9,4 +9,7 @@ namespace gpuplan {
 // The text of data/<name> as it was at build time; empty if there is no such file.
 std::string_view EmbeddedData(const std::string& name);
 
+// 12 hex digits of a hash over src/model/*.cc and data/*.csv at build time.
+const char* ModelFingerprint();
+
 }  // namespace gpuplan

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "gpuplan/data.h"
 #include "gpuplan/report.h"
 #include "gpuplan/strings.h"
 
@@ -46,7 +47,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (name == "--version" || name == "version") {
-      std::printf("gpuplan %s\n", gpuplan::kVersion);
+      std::printf("gpuplan %s (model fingerprint %s)\n", gpuplan::kVersion, gpuplan::ModelFingerprint());
       return 0;
     }
     std::vector<std::string> rest(argv + 2, argv + argc);

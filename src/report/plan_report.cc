@@ -1,6 +1,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "gpuplan/data.h"
 #include "gpuplan/report.h"
 
 namespace gpuplan {
@@ -74,7 +75,8 @@ nlohmann::json PlanToJson(const PlanResult& r, const Job& job) {
                            {"clouds", c.clouds}, {"gpus", c.gpus}, {"spot", ToString(c.spot)},
                            {"min_memory_headroom", c.min_memory_headroom}, {"objective", ToString(c.objective)},
                            {"rerun_factor", c.rerun_factor}};
-  return {{"version", kVersion}, {"schema", kJsonSchemaVersion}, {"inputs", inputs}, {"plans", plans},
+  return {{"version", kVersion}, {"schema", kJsonSchemaVersion}, {"model_fingerprint", ModelFingerprint()},
+          {"inputs", inputs}, {"plans", plans},
           {"pareto", pareto}, {"considered", r.considered}, {"evaluated", r.evaluated}, {"rejected", r.rejected},
           {"notes", r.notes}, {"relax", r.relax.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.relax)},
           {"wall_s", r.wall_s}};

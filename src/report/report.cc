@@ -1,5 +1,7 @@
 #include "gpuplan/report.h"
 
+#include "gpuplan/data.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -119,6 +121,7 @@ nlohmann::json MemoryToJson(const MemoryReport& r) {
   return {
       {"version", kVersion},
       {"schema", kJsonSchemaVersion},
+      {"model_fingerprint", ModelFingerprint()},
       {"inputs", JobToJson(r.job)},
       {"model", {{"name", r.job.arch.name}, {"params", m.total_params}, {"trainable_params", m.trainable_params}}},
       {"per_gpu",

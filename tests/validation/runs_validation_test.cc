@@ -3,6 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <fstream>
+#include <iterator>
+
+#include "gpuplan/data.h"
 
 #include "gpuplan/report.h"
 #include "gpuplan/validation.h"
@@ -30,6 +34,19 @@ TEST(RunsValidation, TokensPerSecondPerGpu) {
   // Rows that are not predicted all carry a reason.
   for (const auto& r : rep->rows)
     if (!r.used) EXPECT_FALSE(r.reason.empty()) << "line " << r.row.line;
+}
+
+// docs/validation.md states the project's error: it must come from a run of the code and data
+// being tested. Regenerate it with `bash scripts/validate.sh` when this fails.
+TEST(RunsValidation, PublishedReportIsCurrent) {
+  std::ifstream f(std::string(GPUPLAN_SOURCE_DIR) + "/docs/validation.md");
+  ASSERT_TRUE(f.good()) << "docs/validation.md is missing";
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const std::string tag = "model fingerprint ";
+  const auto at = text.find(tag);
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_EQ(text.substr(at + tag.size(), 12), ModelFingerprint())
+      << "src/model or data/ changed since docs/validation.md was generated: run bash scripts/validate.sh";
 }
 
 }  // namespace

@@ -4,4 +4,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 bash scripts/build.sh
-./build/gpuplan memory examples/7b-full-finetune-1node.yaml
+./build/gpuplan plan examples/70b-full-finetune.yaml

@@ -29,6 +29,8 @@ struct MemoryReport {
   bool fits = false;
 };
 
+// The breakdown, the fit against the GPU's capacity and the saving steps, in one place.
+MemoryReport BuildMemoryReport(const Job& job, const GpuSpec& gpu, const Calibration& cal);
 nlohmann::json MemoryToJson(const MemoryReport& r);
 std::string MemoryToText(const MemoryReport& r, bool markdown);
 

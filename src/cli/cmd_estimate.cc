@@ -35,11 +35,8 @@ int CmdEstimate(const std::vector<std::string>& argv) {
   const Calibration* cal = &ctx->cal;
   auto hw = ResolveHardware(*job, *catalog, *cal);
   if (!hw.ok()) return Fail(hw.status());
-  EstimateReport r{*job, *hw, EstimateStep(*job, *hw), {}, ""};
-  r.memory = MemoryReport{*job, hw->gpu, EstimateMemory(*job, *cal), {}, false};
-  r.memory.fits = r.memory.memory.total_bytes <= hw->gpu.memory_bytes;
-  r.memory.suggestions = SuggestMemorySavings(*job, hw->gpu.memory_bytes, *cal);
-  r.bottleneck = Bottleneck(*job, *hw, r.estimate);
+  const StepEstimate step = EstimateStep(*job, *hw);
+  const EstimateReport r{*job, *hw, step, BuildMemoryReport(*job, hw->gpu, *cal), Bottleneck(*job, *hw, step)};
   if (*format == Format::kJson) std::printf("%s\n", EstimateToJson(r).dump(2).c_str());
   else std::printf("%s", EstimateToText(r, *format == Format::kMarkdown).c_str());
   return 0;

@@ -32,9 +32,7 @@ int CmdMemory(const std::vector<std::string>& argv) {
   }
   if (gpu->memory_bytes <= 0)
     return Fail(Status::BadInput({gpu->where.file, gpu->where.line, "memory_gib"}, "GPU '" + gpu->id + "' has no known memory size"));
-  MemoryReport r{*job, *gpu, EstimateMemory(*job, *cal), {}, false};
-  r.fits = r.memory.total_bytes <= gpu->memory_bytes;
-  r.suggestions = SuggestMemorySavings(*job, gpu->memory_bytes, *cal);
+  const MemoryReport r = BuildMemoryReport(*job, *gpu, *cal);
   if (*format == Format::kJson) {
     std::printf("%s\n", MemoryToJson(r).dump(2).c_str());
   } else {

@@ -68,6 +68,17 @@ Setter Int(Get get, int64_t min, int64_t max) {
     return Status::Ok();
   };
 }
+template <typename Get, typename Valid>
+Setter Real(Get get, Valid valid, const char* must) {
+  return [=](Job& j, const std::string& s, const Location& w) -> Status {
+    auto v = ParseNumber(s, w);
+    if (!v.ok()) return v.status();
+    if (!valid(*v)) return Bad(w, std::string(must) + ", got " + s);
+    get(j) = *v;
+    return Status::Ok();
+  };
+}
+
 template <typename Get>
 Setter Bool(Get get) {
   return [=](Job& j, const std::string& s, const Location& w) -> Status {
@@ -178,13 +189,7 @@ const std::vector<KeyEntry>& Entries() {
     add("training.seq_len", "seq-len", "tokens per sequence (default 2048)", Int([](Job& j) -> int64_t& { return j.training.seq_len; }, 1, kMaxSeq));
     add("training.micro_batch", "micro-batch", "sequences per GPU per micro-step (default 1)", Int([](Job& j) -> int64_t& { return j.training.micro_batch; }, 1, 1 << 20));
     add("training.global_batch", "global-batch", "sequences per optimizer step (default micro_batch*dp)", Int([](Job& j) -> int64_t& { return j.training.global_batch; }, 1, int64_t{1} << 32));
-    add("training.tokens", "tokens", "tokens to train on, e.g. 1e9", [](Job& j, const std::string& s, const Location& w) -> Status {
-      auto v = ParseNumber(s, w);
-      if (!v.ok()) return v.status();
-      if (*v < 0 || *v > 1e16) return Bad(w, "must be in 0..1e16, got " + s);
-      j.training.tokens = *v;
-      return Status::Ok();
-    });
+    add("training.tokens", "tokens", "tokens to train on, e.g. 1e9", Real([](Job& j) -> double& { return j.training.tokens; }, [](double v) { return !(v < 0 || v > 1e16); }, "must be in 0..1e16"));
     add("training.precision", "precision", "fp32|fp16|bf16|fp8 (default bf16)", [](Job& j, const std::string& s, const Location& w) -> Status {
       auto v = ParseEnum<Precision>(s, w, {{"fp32", Precision::kFp32}, {"fp16", Precision::kFp16}, {"bf16", Precision::kBf16}, {"fp8", Precision::kFp8}});
       if (!v.ok()) return v.status();
@@ -219,20 +224,8 @@ const std::vector<KeyEntry>& Entries() {
       j.training.lora.targets = out;
       return Status::Ok();
     });
-    add("training.data_bytes_per_token", "data-bytes-per-token", "bytes the loader reads per token (default 4)", [](Job& j, const std::string& s, const Location& w) -> Status {
-      auto v = ParseNumber(s, w);
-      if (!v.ok()) return v.status();
-      if (*v <= 0 || *v > 1e6) return Bad(w, "must be in (0, 1e6], got " + s);
-      j.training.data_bytes_per_token = *v;
-      return Status::Ok();
-    });
-    add("training.checkpoint_interval_min", "checkpoint-interval-min", "minutes between checkpoints (default 60)", [](Job& j, const std::string& s, const Location& w) -> Status {
-      auto v = ParseNumber(s, w);
-      if (!v.ok()) return v.status();
-      if (*v <= 0 || *v > 1e6) return Bad(w, "must be in (0, 1e6] minutes, got " + s);
-      j.training.checkpoint_interval_min = *v;
-      return Status::Ok();
-    });
+    add("training.data_bytes_per_token", "data-bytes-per-token", "bytes the loader reads per token (default 4)", Real([](Job& j) -> double& { return j.training.data_bytes_per_token; }, [](double v) { return !(v <= 0 || v > 1e6); }, "must be in (0, 1e6]"));
+    add("training.checkpoint_interval_min", "checkpoint-interval-min", "minutes between checkpoints (default 60)", Real([](Job& j) -> double& { return j.training.checkpoint_interval_min; }, [](double v) { return !(v <= 0 || v > 1e6); }, "must be in (0, 1e6] minutes"));
     add("training.checkpoint_async", "checkpoint-async", "write checkpoints in the background (default false)", Bool([](Job& j) -> bool& { return j.training.checkpoint_async; }));
     add("training.checkpoint_full_state", "checkpoint-full-state", "checkpoints include optimizer state (default true)", Bool([](Job& j) -> bool& { return j.training.checkpoint_full_state; }));
     // parallel
@@ -263,30 +256,12 @@ const std::vector<KeyEntry>& Entries() {
     add("cluster.network", "network", "inter-node link id (gpuplan catalog links)", Str([](Job& j) -> std::string& { return j.cluster.network; }));
     add("cluster.nics_per_node", "nics-per-node", "network ports per node (default one per GPU)", Int([](Job& j) -> int64_t& { return j.cluster.nics_per_node; }, 1, 64));
     add("cluster.gpudirect_rdma", "gpudirect-rdma", "GPUDirect RDMA on (default true)", Bool([](Job& j) -> bool& { return j.cluster.gpudirect_rdma; }));
-    add("cluster.oversubscription", "oversubscription", "fabric oversubscription, e.g. 2 for 1:2 (default 1)", [](Job& j, const std::string& s, const Location& w) -> Status {
-      auto v = ParseNumber(s, w);
-      if (!v.ok()) return v.status();
-      if (*v < 1 || *v > 64) return Bad(w, "must be in 1..64 (1 = non-blocking, 3 = 1:3), got " + s);
-      j.cluster.oversubscription = *v;
-      return Status::Ok();
-    });
+    add("cluster.oversubscription", "oversubscription", "fabric oversubscription, e.g. 2 for 1:2 (default 1)", Real([](Job& j) -> double& { return j.cluster.oversubscription; }, [](double v) { return !(v < 1 || v > 64); }, "must be in 1..64 (1 = non-blocking, 3 = 1:3)"));
     add("cluster.storage", "storage", "storage id for data and checkpoints (gpuplan catalog storage)", Str([](Job& j) -> std::string& { return j.cluster.storage; }));
     add("cluster.cpu_cores_per_gpu", "cpu-cores-per-gpu", "host CPU cores per GPU", Int([](Job& j) -> int64_t& { return j.cluster.cpu_cores_per_gpu; }, 1, 1024));
     // constraints (the planner)
-    add("constraints.deadline_hours", "deadline-hours", "finish within this many hours (default none)", [](Job& j, const std::string& s, const Location& w) -> Status {
-      auto v = ParseNumber(s, w);
-      if (!v.ok()) return v.status();
-      if (*v <= 0 || *v > 1e6) return Bad(w, "must be > 0 hours (and below 1e6), got " + s);
-      j.constraints.deadline_hours = *v;
-      return Status::Ok();
-    });
-    add("constraints.budget_usd", "budget-usd", "total budget in USD, including the rerun factor (default none)", [](Job& j, const std::string& s, const Location& w) -> Status {
-      auto v = ParseNumber(s, w);
-      if (!v.ok()) return v.status();
-      if (*v <= 0 || *v > 1e12) return Bad(w, "must be > 0 USD, got " + s);
-      j.constraints.budget_usd = *v;
-      return Status::Ok();
-    });
+    add("constraints.deadline_hours", "deadline-hours", "finish within this many hours (default none)", Real([](Job& j) -> double& { return j.constraints.deadline_hours; }, [](double v) { return !(v <= 0 || v > 1e6); }, "must be > 0 hours (and below 1e6)"));
+    add("constraints.budget_usd", "budget-usd", "total budget in USD, including the rerun factor (default none)", Real([](Job& j) -> double& { return j.constraints.budget_usd; }, [](double v) { return !(v <= 0 || v > 1e12); }, "must be > 0 USD"));
     add("constraints.max_gpus", "max-gpus", "most GPUs to use (default 1024)", Int([](Job& j) -> int64_t& { return j.constraints.max_gpus; }, 1, kMaxGpus));
     add("constraints.clouds", "clouds", "comma list of providers (aws,gcp,azure,alibaba,tencent,huawei,lambda,runpod,...)", List([](Job& j) -> std::vector<std::string>& { return j.constraints.clouds; }, "cloud"));
     add("constraints.gpus", "gpus", "comma list of allowed GPU ids or aliases", List([](Job& j) -> std::vector<std::string>& { return j.constraints.gpus; }, "GPU"));
@@ -296,26 +271,14 @@ const std::vector<KeyEntry>& Entries() {
       j.constraints.spot = *v;
       return Status::Ok();
     });
-    add("constraints.min_memory_headroom", "min-memory-headroom", "fraction of GPU memory kept free (default 0.05)", [](Job& j, const std::string& s, const Location& w) -> Status {
-      auto v = ParseNumber(s, w);
-      if (!v.ok()) return v.status();
-      if (*v < 0 || *v >= 0.9) return Bad(w, "must be in [0, 0.9), got " + s);
-      j.constraints.min_memory_headroom = *v;
-      return Status::Ok();
-    });
+    add("constraints.min_memory_headroom", "min-memory-headroom", "fraction of GPU memory kept free (default 0.05)", Real([](Job& j) -> double& { return j.constraints.min_memory_headroom; }, [](double v) { return !(v < 0 || v >= 0.9); }, "must be in [0, 0.9)"));
     add("constraints.objective", "objective", "time|cost|balanced (default balanced)", [](Job& j, const std::string& s, const Location& w) -> Status {
       auto v = ParseEnum<Objective>(s, w, {{"time", Objective::kTime}, {"cost", Objective::kCost}, {"balanced", Objective::kBalanced}});
       if (!v.ok()) return v.status();
       j.constraints.objective = *v;
       return Status::Ok();
     });
-    add("constraints.rerun_factor", "rerun-factor", "budget multiplier for debugging and reruns (default 1.3)", [](Job& j, const std::string& s, const Location& w) -> Status {
-      auto v = ParseNumber(s, w);
-      if (!v.ok()) return v.status();
-      if (*v < 1 || *v > 10) return Bad(w, "must be in 1..10, got " + s);
-      j.constraints.rerun_factor = *v;
-      return Status::Ok();
-    });
+    add("constraints.rerun_factor", "rerun-factor", "budget multiplier for debugging and reruns (default 1.3)", Real([](Job& j) -> double& { return j.constraints.rerun_factor; }, [](double v) { return !(v < 1 || v > 10); }, "must be in 1..10"));
     add("constraints.allow_tp_across_nodes", "allow-tp-across-nodes", "let tensor parallelism span nodes (default false)", Bool([](Job& j) -> bool& { return j.constraints.allow_tp_across_nodes; }));
     add("constraints.top", "top", "plans to show (default 10)", Int([](Job& j) -> int64_t& { return j.constraints.top; }, 1, 1000));
     return e;

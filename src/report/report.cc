@@ -109,6 +109,13 @@ nlohmann::json JobToJson(const Job& job) {
   return {{"model", model}, {"training", training}, {"parallel", parallel}, {"cluster", cluster}};
 }
 
+MemoryReport BuildMemoryReport(const Job& job, const GpuSpec& gpu, const Calibration& cal) {
+  MemoryReport r{job, gpu, EstimateMemory(job, cal), {}, false};
+  r.fits = r.memory.total_bytes <= gpu.memory_bytes;
+  r.suggestions = SuggestMemorySavings(job, gpu.memory_bytes, cal);
+  return r;
+}
+
 nlohmann::json MemoryToJson(const MemoryReport& r) {
   const MemoryBreakdown& m = r.memory;
   nlohmann::json items = nlohmann::json::array();

@@ -24,6 +24,12 @@ std::string ToString(Tier t) {
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024 * 1024;
+constexpr double kTiB = 1024.0 * kGiB;
+// Issue 4 / seed 000 §7.1: communication should stay under 20% of the step.
+constexpr double kMaxCommShare = 0.2;
+// The bandwidth search spans 50 Mb/s (a slow office link) to 6.4 Tb/s per node (p6-b300, the
+// fastest node in the catalog), in bits/s; converted to bytes per second per GPU where used.
+constexpr double kMinNodeBitsPerS = 0.05e9, kMaxNodeBitsPerS = 6400e9;
 
 // One purchasable hardware setup: an instance row at a price kind.
 struct Setup {
@@ -457,7 +463,7 @@ Result<PlanResult> PlanJob(const Job& job_in, const Catalog& catalog, const Cali
       if (p.storage.checkpoint_write_s > 0) break;
       for (const auto& s : catalog.storage)
         if (s.provider == su.inst.provider && s.tier == tier && s.write_bytes_per_s) {
-          const double scale = s.throughput_scope == "per-TiB" ? std::max(1.0, p.estimate.checkpoint_bytes * cal.Get("checkpoints_kept") / 1.0995e12) : 1.0;
+          const double scale = s.throughput_scope == "per-TiB" ? std::max(1.0, p.estimate.checkpoint_bytes * cal.Get("checkpoints_kept") / kTiB) : 1.0;
           p.storage.checkpoint_write_s = p.estimate.checkpoint_bytes / (*s.write_bytes_per_s * scale);
           p.storage.checkpoint_target = s.id;
           break;
@@ -508,19 +514,19 @@ Result<PlanResult> PlanJob(const Job& job_in, const Catalog& catalog, const Cali
     if (b.nodes > 1) {
       HardwareContext h2 = hw;
       h2.rdma = true;
-      double lo = 0.05e9 / 8, hi = 6400e9 / 8 / su.inst.gpu_count;  // per GPU, bytes/s
+      double lo = kMinNodeBitsPerS / 8 / su.inst.gpu_count, hi = kMaxNodeBitsPerS / 8 / su.inst.gpu_count;  // per GPU, bytes/s
       auto share = [&](double per_gpu_bw) {
         h2.inter_bytes_per_s_per_gpu = per_gpu_bw;
         const StepEstimate e = EstimateStep(p.job, h2);
         const StepBreakdown& bd = e.breakdown;
         return (bd.tp_comm_s + bd.cp_comm_s + bd.pp_comm_s + bd.dp_comm_s + bd.ep_comm_s) / e.step_time_s;
       };
-      if (share(hi) > 0.2) {
+      if (share(hi) > kMaxCommShare) {
         p.min_inter_node_gbps = -1;  // even 6.4 Tb/s per node is not enough
       } else {
         for (int i = 0; i < 40; ++i) {
           const double mid = std::sqrt(lo * hi);
-          (share(mid) <= 0.2 ? hi : lo) = mid;
+          (share(mid) <= kMaxCommShare ? hi : lo) = mid;
         }
         p.min_inter_node_gbps = hi * 8 * su.inst.gpu_count / 1e9;
       }
@@ -535,7 +541,7 @@ Result<PlanResult> PlanJob(const Job& job_in, const Catalog& catalog, const Cali
       tcp.k.inter_eff = cal.Get("link_eff.tcp");
       const StepEstimate et = EstimateStep(p.job, tcp);
       const StepBreakdown& bt = et.breakdown;
-      p.rdma_required = (bt.tp_comm_s + bt.cp_comm_s + bt.pp_comm_s + bt.dp_comm_s + bt.ep_comm_s) / et.step_time_s > 0.2;
+      p.rdma_required = (bt.tp_comm_s + bt.cp_comm_s + bt.pp_comm_s + bt.dp_comm_s + bt.ep_comm_s) / et.step_time_s > kMaxCommShare;
     }
     p.bottleneck = Bottleneck(p.job, hw, p.estimate);
     return p;

@@ -9,7 +9,8 @@
 
 namespace gpuplan {
 
-enum class MlpKind { kGelu, kSwiGlu };       // gelu: 2 matrices (up, down); swiglu: 3 (gate, up, down)
+// gelu: 2 matrices (up, down); swiglu and geglu (Gemma) are gated: 3 (gate, up, down).
+enum class MlpKind { kGelu, kSwiGlu, kGeGlu };
 enum class NormKind { kLayerNorm, kRmsNorm };  // layernorm: weight (+bias if norm_bias); rmsnorm: weight
 enum class PositionKind { kLearned, kRotary, kAlibi };
 
@@ -28,6 +29,8 @@ struct Arch {
   bool linear_bias = false;      // Default: false (bias on every linear, as in GPT-2).
   bool qkv_bias = false;         // Default: false (bias on q/k/v only, as in Qwen2).
   bool tied_embeddings = false;  // Default: false (separate lm head).
+  int64_t norms_per_layer = 2;   // Default: 2 (before attention, before the MLP); Gemma 2/3: 4 (also after each).
+  bool qk_norm = false;          // Default: false (an RMSNorm of head_dim on q and on k, as in Qwen3 and Gemma 3).
   PositionKind position = PositionKind::kRotary;  // Default: rotary.
   int64_t max_positions = 0;     // Default: 0 (only learned positions store a table).
   // Mixture of experts. experts == 0 means dense.
@@ -36,19 +39,36 @@ struct Arch {
   int64_t shared_experts = 0;     // Default: 0 (always-on experts, as in DeepSeek/Qwen-MoE).
   int64_t moe_ffn_hidden = 0;     // Default: 0 = ffn_hidden (per expert).
   int64_t dense_layers = 0;       // Default: 0 (first N layers use a dense MLP instead of MoE).
+  bool router_bias = false;       // Default: false (a per-expert router bias: DeepSeek-V3 e_score_correction_bias).
+  // Multi-head latent attention (DeepSeek-V2/V3, docs/model/memory.md §1.1): kv_lora_rank > 0 turns
+  // it on; every head then has q/k of qk_nope_head_dim + qk_rope_head_dim and v of v_head_dim.
+  int64_t q_lora_rank = 0;        // Default: 0 = a full-rank q_proj (DeepSeek-V2-Lite).
+  int64_t kv_lora_rank = 0;       // Default: 0 (standard attention).
+  int64_t qk_nope_head_dim = 0;   // Default: 0.
+  int64_t qk_rope_head_dim = 0;   // Default: 0.
+  int64_t v_head_dim = 0;         // Default: 0 = HeadDim().
   bool dropout = false;           // Default: false (modern LLM training runs without dropout).
   // A raw count for quick what-ifs: when > 0 the shape above is synthesized from it.
   double params_override = 0;     // Default: 0 (count from the shape).
 
+  bool IsMla() const { return kv_lora_rank > 0; }
   int64_t KvHeads() const { return kv_heads > 0 ? kv_heads : heads; }
-  int64_t HeadDim() const { return head_dim > 0 ? head_dim : (heads > 0 ? hidden / heads : 0); }
-  int64_t QDim() const { return heads * HeadDim(); }
-  int64_t KvDim() const { return KvHeads() * HeadDim(); }
+  // Width of one q (and k) head; MLA: the no-position part plus the rotary part.
+  int64_t HeadDim() const {
+    if (IsMla()) return qk_nope_head_dim + qk_rope_head_dim;
+    return head_dim > 0 ? head_dim : (heads > 0 ? hidden / heads : 0);
+  }
+  int64_t VHeadDim() const { return v_head_dim > 0 ? v_head_dim : HeadDim(); }
+  int64_t QDim() const { return heads * HeadDim(); }       // q (and the q.k product) width
+  int64_t KvDim() const { return KvHeads() * HeadDim(); }  // k width (= v width unless v_head_dim differs)
+  int64_t VDim() const { return KvHeads() * VHeadDim(); }  // v width
+  int64_t ODim() const { return heads * VHeadDim(); }      // attention output = o_proj input width
   int64_t Ffn() const { return ffn_hidden > 0 ? ffn_hidden : 4 * hidden; }
   int64_t MoeFfn() const { return moe_ffn_hidden > 0 ? moe_ffn_hidden : Ffn(); }
   bool IsMoe() const { return experts > 0; }
   int64_t MoeLayers() const { return IsMoe() ? layers - dense_layers : 0; }
-  int MlpMatrices() const { return mlp == MlpKind::kSwiGlu ? 3 : 2; }
+  bool GatedMlp() const { return mlp != MlpKind::kGelu; }
+  int MlpMatrices() const { return GatedMlp() ? 3 : 2; }
 };
 
 // Parameter counts, split the way memory and parallelism need them (docs/model/memory.md §1).
@@ -56,12 +76,12 @@ struct ParamCounts {
   int64_t embedding = 0;       // token (+ learned position) embeddings
   int64_t lm_head = 0;         // output projection (0 when tied)
   int64_t final_norm = 0;      // final norm
-  int64_t attn_per_layer = 0;  // q,k,v,o matrices and their biases
-  int64_t norm_per_layer = 0;  // the two norms of a layer
+  int64_t attn_per_layer = 0;  // q,k,v,o matrices and their biases (MLA: the down/up projections)
+  int64_t norm_per_layer = 0;  // every norm of a layer (+ q/k norms, MLA latent norms)
   int64_t dense_mlp_per_layer = 0;   // MLP of a dense layer
   int64_t expert_per_layer = 0;      // all routed experts of a MoE layer
   int64_t shared_expert_per_layer = 0;
-  int64_t router_per_layer = 0;
+  int64_t router_per_layer = 0;      // router weights (+ per-expert bias)
   int64_t total = 0;           // every parameter
   int64_t active = 0;          // parameters touched per token (MoE: top-k experts only)
 };
@@ -84,11 +104,14 @@ Status ValidateArch(const Arch& arch, const Location& where);
 // Synthesizes a plausible dense shape for a raw parameter count (docs/model/memory.md §1.3).
 Arch ArchFromParamCount(double params);
 
-// Built-in presets.
+// Built-in presets. FindPreset also takes a config.json path (or a checkpoint folder holding one)
+// and says how to get one when given a Hugging Face repo id.
 const std::vector<Arch>& Presets();
 Result<Arch> FindPreset(const std::string& name);
 
-// Hugging Face config.json (llama, mistral, mixtral, qwen2, gpt2, gpt_neox families).
+// Hugging Face config.json: llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, deepseek_v2,
+// deepseek_v3, gemma, gemma2, gemma3_text, gemma3 (its text_config), gpt2, gpt_neox. A path to a
+// folder reads the config.json inside it.
 Result<Arch> ArchFromHfConfig(const std::string& path);
 
 std::string ToString(MlpKind k);

@@ -1,8 +1,12 @@
-// Hugging Face config.json -> Arch (llama, mistral, mixtral, qwen2, gpt2, gpt_neox families).
-// yaml-cpp reads the JSON so that errors carry a line number.
+// Hugging Face config.json -> Arch. One reader per model family, each mirroring the family's
+// modelling code in transformers (docs/model/memory.md §1.1). yaml-cpp reads the JSON so that
+// errors carry a line number.
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <vector>
 
 #include "gpuplan/arch.h"
 #include "gpuplan/csv.h"
@@ -12,7 +16,7 @@ namespace gpuplan {
 namespace {
 
 struct Reader {
-  const YAML::Node& root;
+  const YAML::Node root;
   const std::string& file;
   Location At(const std::string& key) const {
     const YAML::Node n = root[key];
@@ -29,6 +33,7 @@ struct Reader {
       return Status::BadInput(At(key), "expected a number");
     }
   }
+  // A missing key and JSON null (DeepSeek-V2-Lite's "q_lora_rank": null) both give the fallback.
   Result<int64_t> IntOr(const std::string& key, int64_t fallback) const {
     return Has(key) ? Int(key) : Result<int64_t>(fallback);
   }
@@ -40,6 +45,25 @@ struct Reader {
       return Status::BadInput(At(key), "expected true or false");
     }
   }
+  Result<std::string> StrOr(const std::string& key, const std::string& fallback) const {
+    if (!Has(key)) return fallback;
+    try {
+      return root[key].as<std::string>();
+    } catch (const YAML::Exception&) {
+      return Status::BadInput(At(key), "expected a string");
+    }
+  }
+  Result<std::vector<int64_t>> IntList(const std::string& key) const {
+    std::vector<int64_t> out;
+    if (!Has(key)) return out;
+    if (!root[key].IsSequence()) return Status::BadInput(At(key), "expected a list of layer indices");
+    try {
+      for (const auto& n : root[key]) out.push_back(n.as<int64_t>());
+    } catch (const YAML::Exception&) {
+      return Status::BadInput(At(key), "expected a list of layer indices");
+    }
+    return out;
+  }
 };
 
 #define ASSIGN_OR_RETURN(lhs, expr)     \
@@ -49,11 +73,194 @@ struct Reader {
     lhs = *_r;                          \
   } while (0)
 
+// Llama-style decoders: llama, mistral, mixtral, qwen2, qwen3 (modeling_qwen3.py: q_norm and k_norm
+// of head_dim, head_dim its own key) and qwen3_moe.
+Status ReadLlamaFamily(const Reader& r, const std::string& type, Arch& a) {
+  const bool qwen3 = type == "qwen3" || type == "qwen3_moe";
+  ASSIGN_OR_RETURN(a.hidden, r.Int("hidden_size"));
+  ASSIGN_OR_RETURN(a.layers, r.Int("num_hidden_layers"));
+  ASSIGN_OR_RETURN(a.heads, r.Int("num_attention_heads"));
+  ASSIGN_OR_RETURN(a.kv_heads, r.IntOr("num_key_value_heads", a.heads));
+  ASSIGN_OR_RETURN(a.head_dim, r.IntOr("head_dim", qwen3 ? 128 : 0));  // Qwen3Config default 128
+  ASSIGN_OR_RETURN(a.ffn_hidden, r.Int("intermediate_size"));
+  ASSIGN_OR_RETURN(a.vocab, r.Int("vocab_size"));
+  ASSIGN_OR_RETURN(a.tied_embeddings, r.BoolOr("tie_word_embeddings", false));
+  a.mlp = MlpKind::kSwiGlu;
+  a.norm = NormKind::kRmsNorm;
+  a.position = PositionKind::kRotary;
+  a.qk_norm = qwen3;
+  // Qwen2 always has q/k/v biases (modeling_qwen2.py); Llama and Qwen3 have them with attention_bias.
+  bool attention_bias = false;
+  ASSIGN_OR_RETURN(attention_bias, r.BoolOr("attention_bias", false));
+  a.qkv_bias = type == "qwen2" || attention_bias;
+  if (type == "mixtral") {
+    ASSIGN_OR_RETURN(a.experts, r.Int("num_local_experts"));
+    ASSIGN_OR_RETURN(a.experts_per_token, r.Int("num_experts_per_tok"));
+  }
+  if (type == "qwen3_moe") {
+    // Layer i is MoE unless listed in mlp_only_layers, when (i + 1) % decoder_sparse_step == 0.
+    ASSIGN_OR_RETURN(a.experts, r.IntOr("num_experts", 0));
+    if (a.experts == 0) return Status::Ok();
+    ASSIGN_OR_RETURN(a.experts_per_token, r.Int("num_experts_per_tok"));
+    ASSIGN_OR_RETURN(a.moe_ffn_hidden, r.Int("moe_intermediate_size"));
+    int64_t step = 1;
+    std::vector<int64_t> mlp_only;
+    ASSIGN_OR_RETURN(step, r.IntOr("decoder_sparse_step", 1));
+    ASSIGN_OR_RETURN(mlp_only, r.IntList("mlp_only_layers"));
+    int64_t moe_layers = 0;
+    for (int64_t i = 0; i < a.layers; ++i) {
+      const bool listed = std::find(mlp_only.begin(), mlp_only.end(), i) != mlp_only.end();
+      if (!listed && step > 0 && (i + 1) % step == 0) ++moe_layers;
+    }
+    a.dense_layers = a.layers - moe_layers;  // counted exactly; placed first (memory.md §1.2)
+  }
+  return Status::Ok();
+}
+
+// DeepSeek-V2/V3 (modeling_deepseek.py): multi-head latent attention and fine-grained MoE with
+// shared experts; layer i is MoE when i >= first_k_dense_replace and i % moe_layer_freq == 0.
+// The multi-token-prediction module (num_nextn_predict_layers) is not counted: transformers does
+// not build it and DeepSeek's published 671B for V3 leaves its 14B out.
+Status ReadDeepseek(const Reader& r, const std::string& type, Arch& a) {
+  ASSIGN_OR_RETURN(a.hidden, r.Int("hidden_size"));
+  ASSIGN_OR_RETURN(a.layers, r.Int("num_hidden_layers"));
+  ASSIGN_OR_RETURN(a.heads, r.Int("num_attention_heads"));
+  ASSIGN_OR_RETURN(a.ffn_hidden, r.Int("intermediate_size"));
+  ASSIGN_OR_RETURN(a.vocab, r.Int("vocab_size"));
+  ASSIGN_OR_RETURN(a.tied_embeddings, r.BoolOr("tie_word_embeddings", false));
+  ASSIGN_OR_RETURN(a.q_lora_rank, r.IntOr("q_lora_rank", 0));
+  ASSIGN_OR_RETURN(a.kv_lora_rank, r.Int("kv_lora_rank"));
+  ASSIGN_OR_RETURN(a.qk_nope_head_dim, r.Int("qk_nope_head_dim"));
+  ASSIGN_OR_RETURN(a.qk_rope_head_dim, r.Int("qk_rope_head_dim"));
+  ASSIGN_OR_RETURN(a.v_head_dim, r.Int("v_head_dim"));
+  ASSIGN_OR_RETURN(a.qkv_bias, r.BoolOr("attention_bias", false));
+  a.kv_heads = a.heads;  // every head gets its own k and v from the shared latent
+  a.mlp = MlpKind::kSwiGlu;
+  a.norm = NormKind::kRmsNorm;
+  a.position = PositionKind::kRotary;
+  ASSIGN_OR_RETURN(a.experts, r.IntOr("n_routed_experts", 0));
+  if (a.experts == 0) return Status::Ok();
+  ASSIGN_OR_RETURN(a.experts_per_token, r.Int("num_experts_per_tok"));
+  ASSIGN_OR_RETURN(a.shared_experts, r.IntOr("n_shared_experts", 0));
+  ASSIGN_OR_RETURN(a.moe_ffn_hidden, r.Int("moe_intermediate_size"));
+  int64_t first_dense = 0, freq = 1;
+  ASSIGN_OR_RETURN(first_dense, r.IntOr("first_k_dense_replace", 0));
+  ASSIGN_OR_RETURN(freq, r.IntOr("moe_layer_freq", 1));
+  int64_t moe_layers = 0;
+  for (int64_t i = 0; i < a.layers; ++i)
+    if (i >= first_dense && freq > 0 && i % freq == 0) ++moe_layers;
+  a.dense_layers = a.layers - moe_layers;
+  // noaux_tc routing adds e_score_correction_bias per expert (always present in V3).
+  std::string topk_method;
+  ASSIGN_OR_RETURN(topk_method, r.StrOr("topk_method", type == "deepseek_v3" ? "noaux_tc" : "greedy"));
+  a.router_bias = type == "deepseek_v3" || topk_method == "noaux_tc";
+  return Status::Ok();
+}
+
+// Gemma 1/2/3 (modeling_gemma*.py): head_dim its own key, GeGLU MLP, tied embeddings; Gemma 2
+// and 3 add post-attention and post-feedforward norms (4 per layer), Gemma 3 q/k norms. Logit
+// soft-capping has no parameters. gemma3_text keys left out of a config take Gemma3TextConfig's
+// defaults (the multimodal checkpoints' text_config lists only what differs).
+Status ReadGemma(const Reader& r, const std::string& type, Arch& a) {
+  const bool g3 = type == "gemma3_text";
+  ASSIGN_OR_RETURN(a.hidden, g3 ? r.IntOr("hidden_size", 2304) : r.Int("hidden_size"));
+  ASSIGN_OR_RETURN(a.layers, g3 ? r.IntOr("num_hidden_layers", 26) : r.Int("num_hidden_layers"));
+  ASSIGN_OR_RETURN(a.heads, g3 ? r.IntOr("num_attention_heads", 8) : r.Int("num_attention_heads"));
+  ASSIGN_OR_RETURN(a.kv_heads, r.IntOr("num_key_value_heads", g3 ? 4 : a.heads));
+  ASSIGN_OR_RETURN(a.head_dim, r.IntOr("head_dim", 256));
+  ASSIGN_OR_RETURN(a.ffn_hidden, g3 ? r.IntOr("intermediate_size", 9216) : r.Int("intermediate_size"));
+  ASSIGN_OR_RETURN(a.vocab, g3 ? r.IntOr("vocab_size", 262208) : r.Int("vocab_size"));
+  ASSIGN_OR_RETURN(a.tied_embeddings, r.BoolOr("tie_word_embeddings", true));
+  bool attention_bias = false;
+  ASSIGN_OR_RETURN(attention_bias, r.BoolOr("attention_bias", false));
+  a.qkv_bias = attention_bias;
+  a.mlp = MlpKind::kGeGlu;
+  a.norm = NormKind::kRmsNorm;
+  a.position = PositionKind::kRotary;
+  a.norms_per_layer = type == "gemma" ? 2 : 4;
+  a.qk_norm = g3;
+  return Status::Ok();
+}
+
+Status ReadGpt2(const Reader& r, Arch& a) {
+  ASSIGN_OR_RETURN(a.layers, r.Int("n_layer"));
+  ASSIGN_OR_RETURN(a.hidden, r.Int("n_embd"));
+  ASSIGN_OR_RETURN(a.heads, r.Int("n_head"));
+  ASSIGN_OR_RETURN(a.ffn_hidden, r.IntOr("n_inner", 4 * a.hidden));
+  ASSIGN_OR_RETURN(a.vocab, r.Int("vocab_size"));
+  ASSIGN_OR_RETURN(a.max_positions, r.IntOr("n_positions", 1024));
+  ASSIGN_OR_RETURN(a.tied_embeddings, r.BoolOr("tie_word_embeddings", true));
+  a.kv_heads = a.heads;
+  a.mlp = MlpKind::kGelu;
+  a.norm = NormKind::kLayerNorm;
+  a.norm_bias = true;
+  a.linear_bias = true;
+  a.position = PositionKind::kLearned;
+  return Status::Ok();
+}
+
+Status ReadGptNeox(const Reader& r, Arch& a) {
+  ASSIGN_OR_RETURN(a.layers, r.Int("num_hidden_layers"));
+  ASSIGN_OR_RETURN(a.hidden, r.Int("hidden_size"));
+  ASSIGN_OR_RETURN(a.heads, r.Int("num_attention_heads"));
+  ASSIGN_OR_RETURN(a.ffn_hidden, r.IntOr("intermediate_size", 4 * a.hidden));
+  ASSIGN_OR_RETURN(a.vocab, r.Int("vocab_size"));
+  ASSIGN_OR_RETURN(a.tied_embeddings, r.BoolOr("tie_word_embeddings", false));
+  bool bias = true;
+  ASSIGN_OR_RETURN(bias, r.BoolOr("attention_bias", true));
+  a.kv_heads = a.heads;
+  a.mlp = MlpKind::kGelu;
+  a.norm = NormKind::kLayerNorm;
+  a.norm_bias = true;
+  a.linear_bias = bias;
+  a.position = PositionKind::kRotary;
+  return Status::Ok();
+}
+
+// Named after the checkpoint folder (".../Llama-2-7b-hf/config.json") or the file's stem.
+std::string NameFromPath(std::string stem, const std::string& type) {
+  if (auto slash = stem.find_last_of('/'); slash != std::string::npos) {
+    const std::string file = stem.substr(slash + 1);
+    const std::string dir = stem.substr(0, slash);
+    stem = file == "config.json" ? dir.substr(dir.find_last_of('/') == std::string::npos ? 0 : dir.find_last_of('/') + 1) : file;
+  }
+  if (stem.size() > 5 && stem.substr(stem.size() - 5) == ".json") stem = stem.substr(0, stem.size() - 5);
+  return stem.empty() ? type : stem;
+}
+
+constexpr const char* kSupported =
+    "llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, deepseek_v2, deepseek_v3, gemma, gemma2, gemma3_text, "
+    "gemma3, gpt2, gpt_neox";
+
+Status ReadFamily(const Reader& r, const std::string& type, Arch& a) {
+  if (type == "llama" || type == "mistral" || type == "mixtral" || type == "qwen2" || type == "qwen3" ||
+      type == "qwen3_moe")
+    return ReadLlamaFamily(r, type, a);
+  if (type == "deepseek_v2" || type == "deepseek_v3") return ReadDeepseek(r, type, a);
+  if (type == "gemma" || type == "gemma2" || type == "gemma3_text") return ReadGemma(r, type, a);
+  if (type == "gemma3") {
+    // Gemma3ForConditionalGeneration: the language model is text_config; the SigLIP vision tower
+    // (vision_config, ~417M) and the projector are not counted (docs/model/memory.md §1.1).
+    if (!r.root["text_config"] || !r.root["text_config"].IsMap())
+      return Status::BadInput(r.At("text_config"), "a gemma3 config needs a text_config object");
+    return ReadGemma(Reader{r.root["text_config"], r.file}, "gemma3_text", a);
+  }
+  if (type == "gpt2") return ReadGpt2(r, a);
+  if (type == "gpt_neox") return ReadGptNeox(r, a);
+  return Status::BadInput(r.At("model_type"),
+                          "unsupported model_type '" + type + "' (supported: " + kSupported + ")");
+}
+
 }  // namespace
 
-Result<Arch> ArchFromHfConfig(const std::string& path) {
+Result<Arch> ArchFromHfConfig(const std::string& given) {
+  std::error_code ec;
+  const std::string path = std::filesystem::is_directory(given, ec) ? given + "/config.json" : given;
   auto text = ReadTextFile(path);
-  if (!text.ok()) return text.status();
+  if (!text.ok())
+    return Status::BadInput({path, 0, ""},
+                            "cannot open file (download the checkpoint's config.json, e.g. "
+                            "https://huggingface.co/ORG/NAME/resolve/main/config.json, and pass its path)");
   YAML::Node root;
   try {
     root = YAML::Load(*text);
@@ -63,76 +270,10 @@ Result<Arch> ArchFromHfConfig(const std::string& path) {
   if (!root.IsMap()) return Status::BadInput({path, 1, ""}, "config.json must be a JSON object");
   Reader r{root, path};
   std::string type;
-  try {
-    type = r.Has("model_type") ? root["model_type"].as<std::string>() : "";
-  } catch (const YAML::Exception&) {
-    return Status::BadInput(r.At("model_type"), "expected a string");
-  }
+  ASSIGN_OR_RETURN(type, r.StrOr("model_type", ""));
   Arch a;
-  // Name it after the checkpoint folder (".../Llama-2-7b-hf/config.json") or the file's stem.
-  {
-    std::string stem = path;
-    if (auto slash = stem.find_last_of('/'); slash != std::string::npos) {
-      const std::string file = stem.substr(slash + 1);
-      const std::string dir = stem.substr(0, slash);
-      stem = file == "config.json" ? dir.substr(dir.find_last_of('/') == std::string::npos ? 0 : dir.find_last_of('/') + 1) : file;
-    }
-    if (stem.size() > 5 && stem.substr(stem.size() - 5) == ".json") stem = stem.substr(0, stem.size() - 5);
-    a.name = stem.empty() ? type : stem;
-  }
-  if (type == "llama" || type == "mistral" || type == "mixtral" || type == "qwen2") {
-    ASSIGN_OR_RETURN(a.hidden, r.Int("hidden_size"));
-    ASSIGN_OR_RETURN(a.layers, r.Int("num_hidden_layers"));
-    ASSIGN_OR_RETURN(a.heads, r.Int("num_attention_heads"));
-    ASSIGN_OR_RETURN(a.kv_heads, r.IntOr("num_key_value_heads", a.heads));
-    ASSIGN_OR_RETURN(a.head_dim, r.IntOr("head_dim", 0));
-    ASSIGN_OR_RETURN(a.ffn_hidden, r.Int("intermediate_size"));
-    ASSIGN_OR_RETURN(a.vocab, r.Int("vocab_size"));
-    ASSIGN_OR_RETURN(a.tied_embeddings, r.BoolOr("tie_word_embeddings", false));
-    a.mlp = MlpKind::kSwiGlu;
-    a.norm = NormKind::kRmsNorm;
-    a.position = PositionKind::kRotary;
-    // Qwen2 always has q/k/v biases (modeling_qwen2.py); Llama has them with attention_bias.
-    bool attention_bias = false;
-    ASSIGN_OR_RETURN(attention_bias, r.BoolOr("attention_bias", false));
-    a.qkv_bias = type == "qwen2" || attention_bias;
-    if (type == "mixtral") {
-      ASSIGN_OR_RETURN(a.experts, r.Int("num_local_experts"));
-      ASSIGN_OR_RETURN(a.experts_per_token, r.Int("num_experts_per_tok"));
-    }
-  } else if (type == "gpt2") {
-    ASSIGN_OR_RETURN(a.layers, r.Int("n_layer"));
-    ASSIGN_OR_RETURN(a.hidden, r.Int("n_embd"));
-    ASSIGN_OR_RETURN(a.heads, r.Int("n_head"));
-    ASSIGN_OR_RETURN(a.ffn_hidden, r.IntOr("n_inner", 4 * a.hidden));
-    ASSIGN_OR_RETURN(a.vocab, r.Int("vocab_size"));
-    ASSIGN_OR_RETURN(a.max_positions, r.IntOr("n_positions", 1024));
-    ASSIGN_OR_RETURN(a.tied_embeddings, r.BoolOr("tie_word_embeddings", true));
-    a.kv_heads = a.heads;
-    a.mlp = MlpKind::kGelu;
-    a.norm = NormKind::kLayerNorm;
-    a.norm_bias = true;
-    a.linear_bias = true;
-    a.position = PositionKind::kLearned;
-  } else if (type == "gpt_neox") {
-    ASSIGN_OR_RETURN(a.layers, r.Int("num_hidden_layers"));
-    ASSIGN_OR_RETURN(a.hidden, r.Int("hidden_size"));
-    ASSIGN_OR_RETURN(a.heads, r.Int("num_attention_heads"));
-    ASSIGN_OR_RETURN(a.ffn_hidden, r.IntOr("intermediate_size", 4 * a.hidden));
-    ASSIGN_OR_RETURN(a.vocab, r.Int("vocab_size"));
-    ASSIGN_OR_RETURN(a.tied_embeddings, r.BoolOr("tie_word_embeddings", false));
-    bool bias = true;
-    ASSIGN_OR_RETURN(bias, r.BoolOr("attention_bias", true));
-    a.kv_heads = a.heads;
-    a.mlp = MlpKind::kGelu;
-    a.norm = NormKind::kLayerNorm;
-    a.norm_bias = true;
-    a.linear_bias = bias;
-    a.position = PositionKind::kRotary;
-  } else {
-    return Status::BadInput(r.At("model_type"),
-                            "unsupported model_type '" + type + "' (supported: llama, mistral, mixtral, qwen2, gpt2, gpt_neox)");
-  }
+  a.name = NameFromPath(path, type);
+  GPUPLAN_RETURN_IF_ERROR(ReadFamily(r, type, a));
   GPUPLAN_RETURN_IF_ERROR(ValidateArch(a, {path, 0, ""}));
   return a;
 }

@@ -1,6 +1,7 @@
 // Built-in model presets, read from data/models.csv (compiled in).
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 
 #include "gpuplan/arch.h"
 #include "gpuplan/csv.h"
@@ -32,7 +33,21 @@ Result<Arch> ArchFromRow(const CsvRecord& r) {
   GPUPLAN_RETURN_IF_ERROR(num("shared_experts", a.shared_experts));
   GPUPLAN_RETURN_IF_ERROR(num("moe_ffn_hidden", a.moe_ffn_hidden));
   GPUPLAN_RETURN_IF_ERROR(num("dense_layers", a.dense_layers));
-  a.mlp = r.Str("mlp") == "gelu" ? MlpKind::kGelu : MlpKind::kSwiGlu;
+  // Columns added for Qwen3, DeepSeek MLA and Gemma: optional, blank = the Arch default.
+  auto opt = [&](const char* col, int64_t& out) -> Status {
+    auto v = r.OptNumber(col);
+    if (!v.ok()) return v.status();
+    if (*v) out = static_cast<int64_t>(**v);
+    return Status::Ok();
+  };
+  GPUPLAN_RETURN_IF_ERROR(opt("norms_per_layer", a.norms_per_layer));
+  GPUPLAN_RETURN_IF_ERROR(opt("q_lora_rank", a.q_lora_rank));
+  GPUPLAN_RETURN_IF_ERROR(opt("kv_lora_rank", a.kv_lora_rank));
+  GPUPLAN_RETURN_IF_ERROR(opt("qk_nope_head_dim", a.qk_nope_head_dim));
+  GPUPLAN_RETURN_IF_ERROR(opt("qk_rope_head_dim", a.qk_rope_head_dim));
+  GPUPLAN_RETURN_IF_ERROR(opt("v_head_dim", a.v_head_dim));
+  const std::string mlp = r.Str("mlp");
+  a.mlp = mlp == "gelu" ? MlpKind::kGelu : mlp == "geglu" ? MlpKind::kGeGlu : MlpKind::kSwiGlu;
   a.norm = r.Str("norm") == "layernorm" ? NormKind::kLayerNorm : NormKind::kRmsNorm;
   std::string pos = r.Str("position");
   a.position = pos == "learned" ? PositionKind::kLearned
@@ -40,6 +55,12 @@ Result<Arch> ArchFromRow(const CsvRecord& r) {
                                 : PositionKind::kRotary;
   for (auto [col, field] : {std::pair{"norm_bias", &a.norm_bias}, {"linear_bias", &a.linear_bias},
                             {"qkv_bias", &a.qkv_bias}, {"tied_embeddings", &a.tied_embeddings}}) {
+    auto b = r.YesNo(col);
+    if (!b.ok()) return b.status();
+    *field = *b;
+  }
+  for (auto [col, field] : {std::pair{"qk_norm", &a.qk_norm}, {"router_bias", &a.router_bias}}) {
+    if (r.Str(col).empty()) continue;
     auto b = r.YesNo(col);
     if (!b.ok()) return b.status();
     *field = *b;
@@ -73,7 +94,33 @@ const std::vector<Arch>& Presets() {
   return presets;
 }
 
+namespace {
+
+bool EndsWith(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// A config.json path or checkpoint folder is read; a missing one, or a Hugging Face repo id
+// ("Qwen/Qwen3-8B"), is answered with how to get the file (gpuplan never downloads).
+Result<Arch> FromPathOrRepoId(const std::string& name) {
+  std::error_code ec;
+  if (std::filesystem::exists(name, ec)) {
+    auto a = ArchFromHfConfig(name);
+    // Keep the config's own file:line in the reason: the caller reports the flag's location.
+    if (!a.ok()) return Status::BadInput({}, a.status().ToString());
+    return a;
+  }
+  if (EndsWith(name, ".json"))
+    return Status::BadInput({}, "no such file '" + name + "' (download the checkpoint's config.json and pass its path)");
+  return Status::BadInput({}, "'" + name + "' is not a preset or a file; for the Hugging Face repo '" + name +
+                                  "', download https://huggingface.co/" + name +
+                                  "/resolve/main/config.json and pass its path (--model path/to/config.json)");
+}
+
+}  // namespace
+
 Result<Arch> FindPreset(const std::string& name) {
+  if (name.find('/') != std::string::npos || EndsWith(name, ".json")) return FromPathOrRepoId(name);
   const std::string want = Normalize(name);
   for (const auto& a : Presets())
     if (a.name == want) return a;

@@ -115,11 +115,22 @@ LayerActivation LayerActivationBytes(const Job& job, bool moe_layer) {
   const double heads_local = a.heads / t;
 
   // §3.1 attention block
-  const double norm_io = 2 * NormSavedPerToken(a) * sbh / rep * ab;  // 2 norms (input, output[, x-hat])
-  const double norm_stats = 2 * NormStatsBytesPerToken(a) * sb / rep;  // fp32 rstd (+ mean)
+  const double norms = static_cast<double>(a.norms_per_layer);      // 2; Gemma 2/3: 4
+  const double norm_io = norms * NormSavedPerToken(a) * sbh / rep * ab;  // per norm: input, output[, x-hat]
+  const double norm_stats = norms * NormStatsBytesPerToken(a) * sb / rep;  // fp32 rstd (+ mean)
   const double q = sb * a.QDim() / t * ab;
-  const double kv = 2 * sb * (flash ? a.KvDim() : a.QDim()) / t * ab;  // eager attention repeats kv heads
-  const double ctx = sb * a.QDim() / t * ab;                        // o_proj input / attention output
+  // k and v (their own widths under MLA); eager attention repeats GQA kv heads to every q head.
+  const double kv = sb * (flash ? a.KvDim() + a.VDim() : a.QDim() + a.ODim()) / t * ab;
+  const double ctx = sb * a.ODim() / t * ab;                        // o_proj input / attention output
+  // q/k norms (Qwen3, Gemma 3): the pre-norm q and k and x-hat, fp32 rstd per head.
+  const double qk_norm = a.qk_norm ? (NormSavedPerToken(a) - 1) * sb * (a.QDim() + a.KvDim()) / t * ab +
+                                         4 * sb * (a.heads + a.KvHeads()) / t
+                                   : 0;
+  // MLA latents (replicated across TP): the kv latent and the shared rotary key, the q latent,
+  // each latent's norm tensors.
+  const double mla = a.IsMla() ? (sb * (a.kv_lora_rank + a.qk_rope_head_dim + a.q_lora_rank) +
+                                  NormSavedPerToken(a) * sb * (a.kv_lora_rank + a.q_lora_rank)) * ab
+                               : 0;
   // Eager softmax runs in fp32 and keeps its output; a 16-bit run also keeps the cast copy.
   const double score_bytes = 4 + (ab < 4 ? ab : 0);
   const double scores = flash ? 0 : heads_local * s_local * s_full * b * score_bytes;
@@ -130,7 +141,7 @@ LayerActivation LayerActivationBytes(const Job& job, bool moe_layer) {
     if (!flash) dropout_scores = heads_local * s_local * s_full * b * (1 + ab);  // mask + output
   }
   // §3.2 MLP block
-  const double per_expert_factor = a.mlp == MlpKind::kSwiGlu ? 4 : 2;  // swiglu: gate,up,silu,prod
+  const double per_expert_factor = a.GatedMlp() ? 4 : 2;  // swiglu/geglu: gate, up, act, product
   double mlp = 0;
   if (moe_layer) {
     const double k = static_cast<double>(a.experts_per_token);
@@ -152,7 +163,8 @@ LayerActivation LayerActivationBytes(const Job& job, bool moe_layer) {
   }
 
   LayerActivation out;
-  out.full_bytes = norm_io + norm_stats + q + kv + ctx + scores + lse + dropout + dropout_scores + mlp + lora;
+  out.full_bytes =
+      norm_io + norm_stats + q + kv + ctx + qk_norm + mla + scores + lse + dropout + dropout_scores + mlp + lora;
   switch (tr.recompute) {
     case Recompute::kNone:
       out.saved_bytes = out.full_bytes;
@@ -164,10 +176,10 @@ LayerActivation LayerActivationBytes(const Job& job, bool moe_layer) {
       } else {
         // §3.4 op-level selective checkpointing (torchtitan): keep the layer input, the
         // attention output and every other matmul output; recompute norms and pointwise ops.
-        std::vector<double> mm = {sb * a.QDim() / t, sb * a.KvDim() / t, sb * a.KvDim() / t,
+        std::vector<double> mm = {sb * a.QDim() / t, sb * a.KvDim() / t, sb * a.VDim() / t,
                                   sbh / rep};
         const double f = moe_layer ? a.MoeFfn() * (a.experts_per_token + a.shared_experts) : a.Ffn();
-        if (a.mlp == MlpKind::kSwiGlu) mm.push_back(sb * f / t);
+        if (a.GatedMlp()) mm.push_back(sb * f / t);
         mm.push_back(sb * f / t);
         mm.push_back(sbh / rep);
         double kept = 0;

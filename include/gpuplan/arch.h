@@ -104,8 +104,7 @@ Status ValidateArch(const Arch& arch, const Location& where);
 // Synthesizes a plausible dense shape for a raw parameter count (docs/model/memory.md §1.3).
 Arch ArchFromParamCount(double params);
 
-// Built-in presets. FindPreset also takes a config.json path (or a checkpoint folder holding one)
-// and says how to get one when given a Hugging Face repo id.
+// Built-in presets (data/models.csv). Config paths and repo ids are resolved by the job parser.
 const std::vector<Arch>& Presets();
 Result<Arch> FindPreset(const std::string& name);
 

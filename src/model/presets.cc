@@ -1,7 +1,6 @@
 // Built-in model presets, read from data/models.csv (compiled in).
 #include <algorithm>
 #include <cctype>
-#include <filesystem>
 
 #include "gpuplan/arch.h"
 #include "gpuplan/csv.h"
@@ -94,33 +93,7 @@ const std::vector<Arch>& Presets() {
   return presets;
 }
 
-namespace {
-
-bool EndsWith(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
-// A config.json path or checkpoint folder is read; a missing one, or a Hugging Face repo id
-// ("Qwen/Qwen3-8B"), is answered with how to get the file (gpuplan never downloads).
-Result<Arch> FromPathOrRepoId(const std::string& name) {
-  std::error_code ec;
-  if (std::filesystem::exists(name, ec)) {
-    auto a = ArchFromHfConfig(name);
-    // Keep the config's own file:line in the reason: the caller reports the flag's location.
-    if (!a.ok()) return Status::BadInput({}, a.status().ToString());
-    return a;
-  }
-  if (EndsWith(name, ".json"))
-    return Status::BadInput({}, "no such file '" + name + "' (download the checkpoint's config.json and pass its path)");
-  return Status::BadInput({}, "'" + name + "' is not a preset or a file; for the Hugging Face repo '" + name +
-                                  "', download https://huggingface.co/" + name +
-                                  "/resolve/main/config.json and pass its path (--model path/to/config.json)");
-}
-
-}  // namespace
-
 Result<Arch> FindPreset(const std::string& name) {
-  if (name.find('/') != std::string::npos || EndsWith(name, ".json")) return FromPathOrRepoId(name);
   const std::string want = Normalize(name);
   for (const auto& a : Presets())
     if (a.name == want) return a;

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "../test_util.h"
 #include "gpuplan/arch.h"
 #include "gpuplan/memory.h"
@@ -178,22 +180,20 @@ TEST(Arch, NewPresetsMatchTheirConfigs) {
   }
 }
 
-TEST(Arch, ModelFlagTakesConfigPathsAndExplainsRepoIds) {
-  // A config.json path, or the checkpoint folder holding it, works where a preset name does.
-  auto a = FindPreset(Fixture("qwen3-8b.json"));
+TEST(Arch, HfConfigFolderAndMissingFile) {
+  // A checkpoint folder reads the config.json inside it and is named after the folder.
+  const std::string dir = ::testing::TempDir() + "/Qwen3-8B";
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(Fixture("qwen3-8b.json"), dir + "/config.json",
+                             std::filesystem::copy_options::overwrite_existing);
+  auto a = ArchFromHfConfig(dir);
   ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(a->name, "Qwen3-8B");
   EXPECT_EQ(CountParams(*a).total, 8190735360);
-  auto repo = FindPreset("Qwen/Qwen3-8B");
-  ASSERT_FALSE(repo.ok());
-  EXPECT_NE(repo.status().reason().find("huggingface.co/Qwen/Qwen3-8B/resolve/main/config.json"), std::string::npos)
-      << repo.status().reason();
-  auto missing = FindPreset("nowhere/config.json");
+  // A missing file says how to get one.
+  auto missing = ArchFromHfConfig(dir + "/nope.json");
   ASSERT_FALSE(missing.ok());
-  EXPECT_NE(missing.status().reason().find("download"), std::string::npos) << missing.status().reason();
-  // A bad config keeps its own file:line inside the reason.
-  auto bad = FindPreset(Fixture("bad-type.json"));
-  ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().reason().find("bad-type.json:3: hidden_size"), std::string::npos) << bad.status().reason();
+  EXPECT_NE(missing.status().reason().find("resolve/main/config.json"), std::string::npos) << missing.status().ToString();
 }
 
 TEST(Arch, LoraOnMlaUsesDeepseekModules) {

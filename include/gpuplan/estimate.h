@@ -93,7 +93,24 @@ struct StepEstimate {
 // Fast path for the search: no strings unless infeasible.
 StepEstimate EstimateStep(const Job& job, const HardwareContext& hw);
 
-// One sentence naming the largest share of the step and what would shrink it.
+// A change behind a bottleneck claim: job keys (as `gpuplan estimate` flags set them) and what
+// EstimateStep / EstimateMemory give for the job with that change.
+struct WhatIf {
+  std::vector<std::pair<std::string, std::string>> changes;  // e.g. {"parallel.zero", "2"}
+  std::string flags;         // the same as flags: "--zero 2"
+  double step_time_s = 0;    // the changed job's step, re-estimated
+  double memory_bytes = 0;   // the changed job's memory per GPU
+  bool fits = false;
+};
+struct BottleneckReport {
+  std::string sentence;          // the largest share of the step and what would shrink it
+  std::vector<WhatIf> what_ifs;  // each "would cut the step to X" in the sentence, in order
+};
+// With a catalog, hardware changes (RDMA, local NVMe) are resolved from it as the flags would be;
+// without one (nullptr) only job changes are tried.
+BottleneckReport AnalyzeBottleneck(const Job& job, const Catalog* catalog, const HardwareContext& hw,
+                                   const StepEstimate& e);
+// AnalyzeBottleneck(job, nullptr, hw, e).sentence.
 std::string Bottleneck(const Job& job, const HardwareContext& hw, const StepEstimate& e);
 
 // Collective time for `bytes` (the full buffer, as nccl-tests' size) over a group of `n` ranks,

@@ -24,7 +24,13 @@ struct TrainingSpec {
   int64_t seq_len = 2048;                 // Default: 2048 tokens.
   int64_t micro_batch = 1;                // Default: 1 sequence per GPU per micro-step.
   int64_t global_batch = 0;               // Default: 0 = micro_batch * dp (no accumulation).
-  double tokens = 0;                      // Default: 0 (no time-to-train).
+  double tokens = 0;                      // Default: 0 (no time-to-train); or derived from samples below.
+  // The fine-tuning way to say how much: tokens = samples x epochs x tokens_per_sample
+  // (ApplyDatasetSize). Giving both tokens and samples is an error.
+  double samples = 0;                     // Default: 0 = not given (use tokens).
+  double epochs = 0;                      // Default: 0 = 1 epoch when samples is given.
+  int64_t tokens_per_sample = 0;          // Default: 0 = seq_len (each sample padded/truncated to one sequence;
+                                          // give the mean length when samples are packed).
   Precision precision = Precision::kBf16; // Default: bf16 mixed precision.
   Optimizer optimizer = Optimizer::kAdamW;  // Default: AdamW.
   Recompute recompute = Recompute::kNone;   // Default: none.
@@ -99,6 +105,10 @@ Result<Job> ParseJobText(const std::string& text, const std::string& file_name);
 
 // Sets one dotted key ("training.seq_len") from a string value, as the CLI flags do.
 Status SetJobKey(Job& job, const std::string& key, const std::string& value, const Location& where);
+
+// training.tokens from training.samples x epochs x tokens_per_sample when samples is given;
+// an error when both tokens and samples are given. Idempotent; FinalizeJob calls it too.
+Status ApplyDatasetSize(Job& job);
 
 // Fills derived defaults (dp, num_gpus, global_batch) and validates the whole job.
 Status FinalizeJob(Job& job);

@@ -51,6 +51,7 @@ struct EstimateReport {
   StepEstimate estimate;
   MemoryReport memory;
   std::string bottleneck;
+  std::vector<WhatIf> what_ifs;  // the re-estimates behind the bottleneck sentence's claims
 };
 
 nlohmann::json EstimateToJson(const EstimateReport& r);

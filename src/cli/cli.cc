@@ -1,6 +1,9 @@
 #include "cli.h"
 
+#include "commands.h"
+
 #include <algorithm>
+#include <cstdio>
 
 #include "gpuplan/job_keys.h"
 #include "gpuplan/strings.h"
@@ -79,6 +82,7 @@ Result<Job> LoadJob(const Args& args, bool finalize) {
     GPUPLAN_RETURN_IF_ERROR(SetJobKey(job, key, value, {"command line", 0, "--" + FindJobKey(key)->flag}));
   }
   if (finalize) GPUPLAN_RETURN_IF_ERROR(FinalizeJob(job));
+  else GPUPLAN_RETURN_IF_ERROR(ApplyDatasetSize(job));
   return job;
 }
 
@@ -119,7 +123,44 @@ const std::vector<FlagSpec>& JobCommandFlags() {
   return flags;
 }
 
-std::string FlagHelp(const std::vector<FlagSpec>& own, bool job_flags) {
+Status RefusePlanFlags(const Args& args, const std::string& command) {
+  for (const auto& [key, value] : args.job_flags) {
+    if (key.rfind("constraints.", 0) != 0) continue;
+    return Status::BadInput({"command line", 0, "--" + FindJobKey(key)->flag},
+                            "is a planner constraint (" + key + "): 'gpuplan plan' takes it; 'gpuplan " + command +
+                                "' evaluates the one setup given and would ignore it");
+  }
+  return Status::Ok();
+}
+
+bool WantsJson(const std::vector<std::string>& argv) {
+  for (size_t i = 0; i < argv.size(); ++i) {
+    if (argv[i] == "--json" || argv[i] == "--format=json") return true;
+    if (argv[i] == "--format" && i + 1 < argv.size() && argv[i + 1] == "json") return true;
+  }
+  return false;
+}
+
+nlohmann::json ErrorToJson(const Status& st) {
+  const Location& l = st.location();
+  const char* code = st.code() == StatusCode::kBadInput     ? "bad_input"
+                     : st.code() == StatusCode::kInfeasible ? "infeasible"
+                                                            : "internal";
+  nlohmann::json where = nullptr, key = nullptr;
+  if (!l.file.empty()) where = l.file + (l.line > 0 ? ":" + std::to_string(l.line) : "");
+  if (!l.key.empty()) key = l.key;
+  return {{"error", {{"code", code}, {"location", where}, {"key", key}, {"message", st.reason()}}}};
+}
+
+int Fail(const Status& st, bool json) {
+  if (json) std::printf("%s\n", ErrorToJson(st).dump(2).c_str());
+  else std::fprintf(stderr, "gpuplan: %s\n", st.ToString().c_str());
+  return st.ExitCode() == 0 ? 3 : st.ExitCode();
+}
+
+int Fail(const Status& st) { return Fail(st, false); }
+
+std::string FlagHelp(const std::vector<FlagSpec>& own, bool job_flags, bool constraint_keys) {
   std::string out = "options:\n";
   auto line = [&](const std::string& flag, const std::string& help) {
     std::string f = "  --" + flag;
@@ -130,7 +171,8 @@ std::string FlagHelp(const std::vector<FlagSpec>& own, bool job_flags) {
   for (const auto& f : own) line(f.name + (f.takes_value ? " V" : ""), f.help);
   if (job_flags) {
     out += "job keys (a job file's keys, as flags; they override the file):\n";
-    for (const auto& k : JobKeys()) line(k.flag + " V", k.key + ": " + k.help);
+    for (const auto& k : JobKeys())
+      if (constraint_keys || k.key.rfind("constraints.", 0) != 0) line(k.flag + " V", k.key + ": " + k.help);
   }
   return out;
 }

@@ -5,9 +5,12 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "gpuplan/calibration.h"
 #include "gpuplan/catalog.h"
 #include "gpuplan/job.h"
+#include "gpuplan/report.h"
 
 namespace gpuplan::cli {
 
@@ -48,7 +51,24 @@ Result<Context> LoadContext(const Args& args, bool finalize_job = true);
 enum class Format { kText, kMarkdown, kJson, kCsv };
 Result<Format> GetFormat(const Args& args);
 
-std::string FlagHelp(const std::vector<FlagSpec>& own, bool job_flags);
+// `constraint_keys` false leaves out the constraints.* (plan-only) job keys.
+std::string FlagHelp(const std::vector<FlagSpec>& own, bool job_flags, bool constraint_keys = true);
+
+// memory and estimate refuse the planner's flags (constraints.*: --deadline-hours, --budget-usd,
+// --spot, --objective, --clouds, --max-gpus, --top, ...) rather than ignore them.
+Status RefusePlanFlags(const Args& args, const std::string& command);
+
+// Errors under --json are JSON too, on stdout (where the JSON result would have gone):
+//   {"error": {"code": "bad_input"|"infeasible"|"internal", "location": "file:line"|null,
+//              "key": "training.seq_len"|null, "message": "..."}}
+// A command reports a failure with Fail(status, WantsJson(argv)): it prints that object (or, without
+// --json, "gpuplan: file:line: key: reason" on stderr) and returns the exit code (1, 2 or 3).
+bool WantsJson(const std::vector<std::string>& argv);
+nlohmann::json ErrorToJson(const Status& st);
+int Fail(const Status& st, bool json);
+
+// The infeasible status of a job that does not fit GPU memory (memory and estimate exit 2 with it).
+Status DoesNotFit(const MemoryReport& r);
 
 // The flags every job command (memory, estimate, plan) takes.
 const std::vector<FlagSpec>& JobCommandFlags();

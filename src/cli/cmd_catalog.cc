@@ -1,7 +1,10 @@
 #include <cstdio>
+#include <map>
 
 #include "cli.h"
 #include "commands.h"
+#include "gpuplan/csv.h"
+#include "gpuplan/data.h"
 #include "gpuplan/report.h"
 
 namespace gpuplan::cli {
@@ -18,6 +21,43 @@ std::string Num(const std::optional<double>& v, double scale, const char* fmt = 
   char buf[64];
   std::snprintf(buf, sizeof buf, fmt, *v / scale);
   return buf;
+}
+
+int Print(Format f, const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows);
+
+// --format csv: the rows as a --catalog file (data/<kind>.csv's header, each row's own cells from
+// the file it was loaded from), so `gpuplan catalog gpus --format csv > my.csv` is a valid start.
+template <typename T>
+int PrintCatalogCsv(const std::string& kind, const std::vector<T>& rows) {
+  std::map<std::string, CsvTable> files;
+  auto table = [&](const std::string& file) -> Result<const CsvTable*> {
+    auto it = files.find(file);
+    if (it == files.end()) {
+      auto t = file.rfind("data/", 0) == 0 ? ParseCsv(std::string(EmbeddedData(file.substr(5))), file) : ReadCsvFile(file);
+      if (!t.ok()) return t.status();
+      it = files.emplace(file, std::move(t).value()).first;
+    }
+    return &it->second;
+  };
+  auto canon = table("data/" + kind + ".csv");
+  if (!canon.ok()) return Fail(canon.status());
+  const std::vector<std::string> header = (*canon)->header;
+  std::vector<std::vector<std::string>> out;
+  for (const auto& r : rows) {
+    auto t = table(r.where.file);
+    if (!t.ok()) return Fail(t.status());
+    const CsvRow* src = nullptr;
+    for (const auto& row : (*t)->rows)
+      if (row.line == r.where.line) src = &row;
+    if (src == nullptr) return Fail(Status::Internal("row " + r.id + " not found at " + r.where.file + ":" + std::to_string(r.where.line)));
+    std::vector<std::string> cells;
+    for (const auto& col : header) {
+      const int c = (*t)->Column(col);
+      cells.push_back(c >= 0 ? src->fields[static_cast<size_t>(c)] : "");
+    }
+    out.push_back(std::move(cells));
+  }
+  return Print(Format::kCsv, header, out);
 }
 
 int Print(Format f, const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows) {
@@ -50,14 +90,15 @@ int Print(Format f, const std::vector<std::string>& header, const std::vector<st
 }  // namespace
 
 int CmdModels(const std::vector<std::string>& argv) {
+  const bool json = WantsJson(argv);
   auto args = ParseArgs(argv, kListFlags, false);
-  if (!args.ok()) return Fail(args.status());
+  if (!args.ok()) return Fail(args.status(), json);
   if (args->Has("help")) {
     std::printf("usage: gpuplan models [--format text|md|json|csv]\n\n%s", FlagHelp(kListFlags, false).c_str());
     return 0;
   }
   auto format = GetFormat(*args);
-  if (!format.ok()) return Fail(format.status());
+  if (!format.ok()) return Fail(format.status(), json);
   std::vector<std::vector<std::string>> rows;
   for (const auto& a : Presets()) {
     const ParamCounts pc = CountParams(a);
@@ -70,18 +111,25 @@ int CmdModels(const std::vector<std::string>& argv) {
 }
 
 int CmdCatalog(const std::vector<std::string>& argv) {
+  const bool json = WantsJson(argv);
   auto args = ParseArgs(argv, kListFlags, false);
-  if (!args.ok()) return Fail(args.status());
+  if (!args.ok()) return Fail(args.status(), json);
   if (args->Has("help") || args->positional.size() != 1) {
     std::printf("usage: gpuplan catalog gpus|links|instances|storage [--format text|md|json|csv] [--catalog FILE]\n\n%s",
                 FlagHelp(kListFlags, false).c_str());
     return args->Has("help") ? 0 : 1;
   }
   auto format = GetFormat(*args);
-  if (!format.ok()) return Fail(format.status());
+  if (!format.ok()) return Fail(format.status(), json);
   auto cat = LoadCatalogFromArgs(*args);
-  if (!cat.ok()) return Fail(cat.status());
+  if (!cat.ok()) return Fail(cat.status(), json);
   const std::string what = args->positional[0];
+  if (*format == Format::kCsv) {
+    if (what == "gpus") return PrintCatalogCsv(what, cat->gpus);
+    if (what == "links") return PrintCatalogCsv(what, cat->links);
+    if (what == "instances") return PrintCatalogCsv(what, cat->instances);
+    if (what == "storage") return PrintCatalogCsv(what, cat->storage);
+  }
   std::vector<std::vector<std::string>> rows;
   if (what == "gpus") {
     for (const auto& g : cat->gpus) {
@@ -111,7 +159,7 @@ int CmdCatalog(const std::vector<std::string>& argv) {
                       Num(s.usd_per_gb_month, 1, "%.3f"), s.throughput_scope});
     return Print(*format, {"id", "provider", "tier", "read_MB/s", "write_MB/s", "$/GB-month", "scope"}, rows);
   }
-  return Fail(Status::BadInput({"command line", 0, what}, "expected gpus, links, instances or storage"));
+  return Fail(Status::BadInput({"command line", 0, what}, "expected gpus, links, instances or storage"), json);
 }
 
 }  // namespace gpuplan::cli

@@ -20,26 +20,37 @@ const std::vector<FlagSpec> kValidateFlags = {
 }  // namespace
 
 int CmdEstimate(const std::vector<std::string>& argv) {
+  const bool json = WantsJson(argv);
   auto args = ParseArgs(argv, JobCommandFlags(), true);
-  if (!args.ok()) return Fail(args.status());
+  if (!args.ok()) return Fail(args.status(), json);
   if (args->Has("help")) {
-    std::printf("usage: gpuplan estimate [JOB.yaml|JOB.json] [--flags]\n\n%s", FlagHelp(JobCommandFlags(), true).c_str());
+    std::printf("usage: gpuplan estimate [JOB.yaml|JOB.json] [--flags]\n\nExit 2 (with every number) when the job does not fit in GPU memory.\n\n%s",
+                FlagHelp(JobCommandFlags(), true, false).c_str());
     return 0;
   }
+  if (Status st = RefusePlanFlags(*args, "estimate"); !st.ok()) return Fail(st, json);
   auto format = GetFormat(*args);
-  if (!format.ok()) return Fail(format.status());
+  if (!format.ok()) return Fail(format.status(), json);
   auto ctx = LoadContext(*args);
-  if (!ctx.ok()) return Fail(ctx.status());
+  if (!ctx.ok()) return Fail(ctx.status(), json);
   const Job* job = &ctx->job;
   const Catalog* catalog = &ctx->catalog;
   const Calibration* cal = &ctx->cal;
   auto hw = ResolveHardware(*job, *catalog, *cal);
-  if (!hw.ok()) return Fail(hw.status());
+  if (!hw.ok()) return Fail(hw.status(), json);
   const StepEstimate step = EstimateStep(*job, *hw);
-  const EstimateReport r{*job, *hw, step, BuildMemoryReport(*job, hw->gpu, *cal), Bottleneck(*job, *hw, step)};
-  if (*format == Format::kJson) std::printf("%s\n", EstimateToJson(r).dump(2).c_str());
-  else std::printf("%s", EstimateToText(r, *format == Format::kMarkdown).c_str());
-  return 0;
+  const BottleneckReport b = AnalyzeBottleneck(*job, catalog, *hw, step);
+  const EstimateReport r{*job, *hw, step, BuildMemoryReport(*job, hw->gpu, *cal), b.sentence, b.what_ifs};
+  if (*format == Format::kJson) {
+    nlohmann::json out = EstimateToJson(r);
+    if (!r.memory.fits) out["error"] = ErrorToJson(DoesNotFit(r.memory))["error"];
+    std::printf("%s\n", out.dump(2).c_str());
+  } else {
+    std::printf("%s", EstimateToText(r, *format == Format::kMarkdown).c_str());
+  }
+  if (r.memory.fits) return 0;
+  if (*format != Format::kJson) std::fprintf(stderr, "gpuplan: %s\n", DoesNotFit(r.memory).ToString().c_str());
+  return 2;
 }
 
 int CmdValidate(const std::vector<std::string>& argv) {

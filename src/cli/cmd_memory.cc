@@ -6,39 +6,46 @@
 
 namespace gpuplan::cli {
 
-int Fail(const Status& st) {
-  std::fprintf(stderr, "gpuplan: %s\n", st.ToString().c_str());
-  return st.ExitCode() == 0 ? 3 : st.ExitCode();
+Status DoesNotFit(const MemoryReport& r) {
+  return Status::Infeasible("does not fit: " + FormatGiB(r.memory.total_bytes) + " GiB per GPU needed, " + r.gpu.id +
+                            " has " + FormatGiB(r.gpu.memory_bytes) + " GiB (the memory-saving steps say what would fit)");
 }
 
 int CmdMemory(const std::vector<std::string>& argv) {
+  const bool json = WantsJson(argv);
   auto args = ParseArgs(argv, JobCommandFlags(), true);
-  if (!args.ok()) return Fail(args.status());
+  if (!args.ok()) return Fail(args.status(), json);
   if (args->Has("help")) {
-    std::printf("usage: gpuplan memory [JOB.yaml|JOB.json] [--flags]\n\n%s", FlagHelp(JobCommandFlags(), true).c_str());
+    std::printf("usage: gpuplan memory [JOB.yaml|JOB.json] [--flags]\n\nExit 2 (with the whole breakdown) when the job does not fit.\n\n%s",
+                FlagHelp(JobCommandFlags(), true, false).c_str());
     return 0;
   }
+  if (Status st = RefusePlanFlags(*args, "memory"); !st.ok()) return Fail(st, json);
   auto format = GetFormat(*args);
-  if (!format.ok()) return Fail(format.status());
+  if (!format.ok()) return Fail(format.status(), json);
   auto ctx = LoadContext(*args);
-  if (!ctx.ok()) return Fail(ctx.status());
+  if (!ctx.ok()) return Fail(ctx.status(), json);
   const Job* job = &ctx->job;
   const Catalog* catalog = &ctx->catalog;
   const Calibration* cal = &ctx->cal;
   auto gpu = catalog->FindGpu(job->cluster.gpu);
   if (!gpu.ok()) {
     Location l = job->IsSet("cluster.gpu") ? job->set_keys.at("cluster.gpu") : Location{"", 0, "cluster.gpu"};
-    return Fail(Status::BadInput(l, gpu.status().reason()));
+    return Fail(Status::BadInput(l, gpu.status().reason()), json);
   }
   if (gpu->memory_bytes <= 0)
-    return Fail(Status::BadInput({gpu->where.file, gpu->where.line, "memory_gib"}, "GPU '" + gpu->id + "' has no known memory size"));
+    return Fail(Status::BadInput({gpu->where.file, gpu->where.line, "memory_gib"}, "GPU '" + gpu->id + "' has no known memory size"), json);
   const MemoryReport r = BuildMemoryReport(*job, *gpu, *cal);
   if (*format == Format::kJson) {
-    std::printf("%s\n", MemoryToJson(r).dump(2).c_str());
+    nlohmann::json out = MemoryToJson(r);
+    if (!r.fits) out["error"] = ErrorToJson(DoesNotFit(r))["error"];
+    std::printf("%s\n", out.dump(2).c_str());
   } else {
     std::printf("%s", MemoryToText(r, *format == Format::kMarkdown).c_str());
   }
-  return 0;
+  if (r.fits) return 0;
+  if (*format != Format::kJson) std::fprintf(stderr, "gpuplan: %s\n", DoesNotFit(r).ToString().c_str());
+  return 2;
 }
 
 }  // namespace gpuplan::cli

@@ -1,9 +1,12 @@
 // Job parsing and validation: YAML/JSON files (yaml-cpp parses both, with line numbers) and flags.
 #include <yaml-cpp/yaml.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <functional>
 
 #include "gpuplan/csv.h"
@@ -50,6 +53,49 @@ Result<E> ParseEnum(const std::string& s, const Location& where,
     names += (names.empty() ? "" : "|") + std::string(name);
   }
   return Bad(where, "expected one of " + names + ", got '" + s + "'");
+}
+
+// The preset nearest to a name (case, "-hf"/"-chat" suffixes and an org prefix ignored), or "".
+std::string ClosePreset(const std::string& name) {
+  std::string n = name.substr(name.find_last_of('/') == std::string::npos ? 0 : name.find_last_of('/') + 1);
+  for (auto& c : n) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* suffix : {"-hf", "-chat", "-instruct", "-base"})
+    if (n.size() > std::strlen(suffix) && n.compare(n.size() - std::strlen(suffix), std::string::npos, suffix) == 0)
+      n.erase(n.size() - std::strlen(suffix));
+  if (n.rfind("meta-", 0) == 0) n.erase(0, 5);
+  std::string best;
+  size_t best_d = 3;
+  for (const auto& a : Presets())
+    if (size_t d = EditDistance(n, a.name); d < best_d) best_d = d, best = a.name;
+  return best;
+}
+
+// --model given something that is not a preset: a config.json path (or a folder holding one),
+// else a message that says how to get there.
+Result<Arch> ModelFromPath(const std::string& s, const Location& w) {
+  const bool json_path = s.size() > 5 && s.compare(s.size() - 5, 5, ".json") == 0;
+  std::error_code ec;
+  const bool is_dir = std::filesystem::is_directory(s, ec);
+  if (json_path || is_dir) {
+    const std::string file = is_dir ? s + "/config.json" : s;
+    if (std::filesystem::exists(file, ec)) {
+      auto a = ArchFromHfConfig(file);
+      if (!a.ok() && a.status().location().file.empty()) return Bad(w, a.status().reason());
+      return a;
+    }
+    return Bad(w, "no such file '" + file + "': download the model's config.json (from its Hugging Face page, " +
+                      "Files tab) and pass --model path/to/config.json");
+  }
+  const std::string close = ClosePreset(s);
+  const std::string preset_hint = close.empty() ? "" : ", or use the built-in preset --model " + close;
+  if (s.find('/') != std::string::npos)
+    return Bad(w, "'" + s + "' looks like a Hugging Face repo id; gpuplan reads no network: download its config.json " +
+                      "(https://huggingface.co/" + s + "/blob/main/config.json) and pass --model path/to/config.json" +
+                      preset_hint);
+  std::string known;
+  for (const auto& a : Presets()) known += (known.empty() ? "" : ", ") + a.name;
+  return Bad(w, "unknown model preset '" + s + "'" + (close.empty() ? "" : " (did you mean '" + close + "'?)") +
+                    "; presets: " + known + "; or pass --model path/to/config.json");
 }
 
 constexpr int64_t kMaxDim = int64_t{1} << 24;      // any shape dimension
@@ -120,13 +166,21 @@ const std::vector<KeyEntry>& Entries() {
       e.push_back({{std::move(key), std::move(flag), std::move(help)}, std::move(s)});
     };
     // model
-    add("model.preset", "model", "built-in preset (gpuplan models)", [](Job& j, const std::string& s, const Location& w) -> Status {
+    add("model.preset", "model", "built-in preset (gpuplan models) or a Hugging Face config.json path", [](Job& j, const std::string& s, const Location& w) -> Status {
       auto a = FindPreset(s);
-      if (!a.ok()) return Bad(w, a.status().reason());
+      if (!a.ok()) a = ModelFromPath(s, w);
+      if (!a.ok()) return a.status();
       j.arch = *a;
       return Status::Ok();
     });
     add("model.config", "config", "Hugging Face config.json path", [](Job& j, const std::string& s, const Location& w) -> Status {
+      std::error_code ec;
+      if (!std::filesystem::exists(s, ec) || std::filesystem::is_directory(s, ec)) {
+        auto a = ModelFromPath(s, w);
+        if (!a.ok()) return a.status();
+        j.arch = *a;
+        return Status::Ok();
+      }
       auto a = ArchFromHfConfig(s);
       if (!a.ok()) {
         if (!a.status().location().file.empty()) return a.status();
@@ -190,6 +244,9 @@ const std::vector<KeyEntry>& Entries() {
     add("training.micro_batch", "micro-batch", "sequences per GPU per micro-step (default 1)", Int([](Job& j) -> int64_t& { return j.training.micro_batch; }, 1, 1 << 20));
     add("training.global_batch", "global-batch", "sequences per optimizer step (default micro_batch*dp)", Int([](Job& j) -> int64_t& { return j.training.global_batch; }, 1, int64_t{1} << 32));
     add("training.tokens", "tokens", "tokens to train on, e.g. 1e9", Real([](Job& j) -> double& { return j.training.tokens; }, [](double v) { return !(v < 0 || v > 1e16); }, "must be in 0..1e16"));
+    add("training.samples", "samples", "training samples (fine-tuning); tokens = samples x epochs x tokens_per_sample", Real([](Job& j) -> double& { return j.training.samples; }, [](double v) { return !(v < 1 || v > 1e13); }, "must be in 1..1e13"));
+    add("training.epochs", "epochs", "passes over the samples (default 1)", Real([](Job& j) -> double& { return j.training.epochs; }, [](double v) { return !(v <= 0 || v > 1e4); }, "must be > 0 (and at most 1e4)"));
+    add("training.tokens_per_sample", "tokens-per-sample", "tokens per sample (default seq_len; the mean length if packed)", Int([](Job& j) -> int64_t& { return j.training.tokens_per_sample; }, 1, kMaxSeq));
     add("training.precision", "precision", "fp32|fp16|bf16|fp8 (default bf16)", [](Job& j, const std::string& s, const Location& w) -> Status {
       auto v = ParseEnum<Precision>(s, w, {{"fp32", Precision::kFp32}, {"fp16", Precision::kFp16}, {"bf16", Precision::kBf16}, {"fp8", Precision::kFp8}});
       if (!v.ok()) return v.status();
@@ -382,6 +439,21 @@ Status SetJobKey(Job& job, const std::string& key, const std::string& value, con
 Result<Job> ParseJobText(const std::string& text, const std::string& file) {
   Job job;
   job.source = file;
+  // yaml-cpp's "illegal tab when looking for indentation" names no fix; JSON (a flow mapping) may use tabs.
+  if (const auto first = text.find_first_not_of(" \t\r\n"); first == std::string::npos || text[first] != '{') {
+    int line = 1;
+    bool at_indent = true;
+    for (char c : text) {
+      if (c == '\n') {
+        ++line;
+        at_indent = true;
+      } else if (at_indent && c == '\t') {
+        return Bad({file, line, ""}, "tab character in indentation; YAML indents with spaces");
+      } else if (c != ' ') {
+        at_indent = false;
+      }
+    }
+  }
   YAML::Node root;
   try {
     root = YAML::Load(text);
@@ -430,6 +502,7 @@ Result<Job> ParseJobText(const std::string& text, const std::string& file) {
   } catch (const YAML::Exception& ex) {
     return Bad({file, ex.mark.line >= 0 ? ex.mark.line + 1 : 0, ""}, "cannot read: " + ex.msg);
   }
+  GPUPLAN_RETURN_IF_ERROR(ApplyDatasetSize(job));
   return job;
 }
 
@@ -439,12 +512,39 @@ Result<Job> ParseJobFile(const std::string& path) {
   return ParseJobText(*text, path);
 }
 
+Status ApplyDatasetSize(Job& job) {
+  auto loc = [&](const std::string& key) {
+    auto it = job.set_keys.find(key);
+    return it != job.set_keys.end() ? it->second : Location{job.source, 0, key};
+  };
+  auto where = [&](const std::string& key) {
+    const Location l = loc(key);
+    if (l.line > 0) return l.file + ":" + std::to_string(l.line);
+    if (l.key.rfind("--", 0) == 0) return l.key + " on the command line";
+    return l.file.empty() ? std::string("command line") : l.file;
+  };
+  TrainingSpec& t = job.training;
+  if (job.IsSet("training.samples") && job.IsSet("training.tokens"))
+    return Bad(loc("training.samples"), "give training.tokens (" + where("training.tokens") +
+                                            ") or training.samples (" + where("training.samples") + "), not both");
+  if (t.samples <= 0) {
+    for (const char* k : {"training.epochs", "training.tokens_per_sample"})
+      if (job.IsSet(k)) return Bad(loc(k), "needs training.samples (tokens = samples x epochs x tokens_per_sample)");
+    return Status::Ok();
+  }
+  const double epochs = t.epochs > 0 ? t.epochs : 1.0;
+  const double per_sample = static_cast<double>(t.tokens_per_sample > 0 ? t.tokens_per_sample : t.seq_len);
+  t.tokens = t.samples * epochs * per_sample;
+  return Status::Ok();
+}
+
 Status FinalizeJob(Job& job) {
   auto loc = [&](const std::string& key) {
     auto it = job.set_keys.find(key);
     if (it != job.set_keys.end()) return it->second;
     return Location{job.source, 0, key};
   };
+  GPUPLAN_RETURN_IF_ERROR(ApplyDatasetSize(job));
   if (job.arch.layers == 0 && job.arch.params_override == 0)
     return Bad(loc("model"), "no model: give model.preset, model.config, model.params or the shape (layers, hidden, heads, vocab)");
   GPUPLAN_RETURN_IF_ERROR(ValidateArch(job.arch, loc("model")));

@@ -2,10 +2,12 @@
 // checkpoint stalls. Section numbers refer to docs/model/compute.md (C§), communication.md (N§),
 // pipeline.md (P§) and io.md (I§).
 #include "gpuplan/estimate.h"
+#include "gpuplan/job_keys.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 
 namespace gpuplan {
 
@@ -403,13 +405,113 @@ StepEstimate EstimateStep(const Job& job, const HardwareContext& hw) {
   return e;
 }
 
-static std::string ShortNumber(double v) {
+namespace {
+
+std::string ShortNumber(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3g", v);
   return buf;
 }
 
-std::string Bottleneck(const Job& job, const HardwareContext& hw, const StepEstimate& e) {
+// The job as a user would restate it: keys gpuplan derived (dp, global batch) are derived again.
+Job Underived(const Job& job) {
+  Job j = job;
+  if (!j.IsSet("parallel.dp")) j.parallel.dp = 0;
+  if (!j.IsSet("training.global_batch")) j.training.global_batch = 0;
+  return j;
+}
+
+// One claim: the job with `changes` (job keys, as `gpuplan estimate` flags set them), finalized,
+// its hardware resolved again (when the catalog is at hand) and its step estimated again.
+std::optional<WhatIf> Rerun(const Job& job, const Catalog* catalog, const HardwareContext& hw,
+                            std::vector<std::pair<std::string, std::string>> changes) {
+  Job j = Underived(job);
+  WhatIf w;
+  for (const auto& [key, value] : changes) {
+    if (!SetJobKey(j, key, value, {"what-if", 0, key}).ok()) return std::nullopt;
+    const JobKey* k = FindJobKey(key);
+    w.flags += (w.flags.empty() ? "--" : " --") + (k ? k->flag : key) + " " + value;
+  }
+  if (!FinalizeJob(j).ok()) return std::nullopt;
+  HardwareContext h = hw;
+  if (catalog != nullptr) {
+    auto r = ResolveHardware(j, *catalog, hw.cal);
+    if (!r.ok()) return std::nullopt;
+    h = *r;
+  }
+  w.changes = std::move(changes);
+  w.step_time_s = EstimateStep(j, h).step_time_s;
+  w.memory_bytes = EstimateMemory(j, hw.cal).total_bytes;
+  w.fits = w.memory_bytes <= h.gpu.memory_bytes;
+  return w;
+}
+
+// What-ifs worth naming for the largest part: each applies to the job as it is, and is kept only
+// if it fits in memory and cuts the step by at least 5%.
+std::vector<WhatIf> Candidates(const std::string& top, const Job& job, const Catalog* catalog,
+                               const HardwareContext& hw, const StepEstimate& e) {
+  using Changes = std::vector<std::pair<std::string, std::string>>;
+  struct Try { int group; Changes changes; };  // within a group, a later try must beat the earlier
+  std::vector<Try> tries;
+  const ParallelSpec& p = job.parallel;
+  const TrainingSpec& t = job.training;
+  const std::string n = std::to_string(job.cluster.num_gpus);
+  if (top == "dp") {
+    if (e.comm.dp_crosses_nodes && !hw.rdma && catalog != nullptr) {
+      const bool rdma_fabric = hw.inter.kind == "infiniband" || hw.inter.kind == "roce" || hw.inter.kind == "efa";
+      if (rdma_fabric && !job.cluster.gpudirect_rdma) {
+        tries.push_back({0, {{"cluster.gpudirect_rdma", "true"}}});
+      } else if (catalog->FindLink("ib-ndr").ok()) {
+        Changes c = {{"cluster.network", "ib-ndr"}};
+        if (!job.cluster.gpudirect_rdma) c.push_back({"cluster.gpudirect_rdma", "true"});
+        tries.push_back({0, c});
+      }
+    }
+    if (p.zero == 3) tries.push_back({1, {{"parallel.zero", "2"}}});
+    if (p.zero >= 2) tries.push_back({1, {{"parallel.zero", "1"}}});
+    if (t.global_batch % (2 * t.micro_batch * p.dp) == 0)
+      tries.push_back({2, {{"training.micro_batch", std::to_string(2 * t.micro_batch)}}});
+  } else if (top == "tp" && p.tp > 1) {
+    const int64_t tp = e.comm.tp_crosses_nodes ? job.cluster.gpus_per_node : p.tp / 2;
+    if (tp >= 1 && p.tp % tp == 0) {
+      Changes c = {{"parallel.tp", std::to_string(tp)}, {"parallel.dp", std::to_string(p.dp * (p.tp / tp))}, {"cluster.num_gpus", n}};
+      if (tp == 1 && p.sequence_parallel) c.push_back({"parallel.sequence_parallel", "false"});
+      tries.push_back({0, c});
+    }
+  } else if (top == "bubble") {
+    tries.push_back({0, {{"parallel.vpp", std::to_string(2 * p.vpp)}}});
+    if (t.micro_batch > 1 && t.micro_batch % 2 == 0)
+      tries.push_back({1, {{"training.micro_batch", std::to_string(t.micro_batch / 2)}}});
+  } else if (top == "data" && catalog != nullptr) {
+    for (const auto& s : catalog->storage)
+      if (s.tier == "local-nvme" && s.read_bytes_per_s && (!hw.storage || s.provider == hw.storage->provider)) {
+        tries.push_back({0, {{"cluster.storage", s.id}}});
+        break;
+      }
+  } else if (top == "checkpoint") {
+    if (!t.checkpoint_async) tries.push_back({0, {{"training.checkpoint_async", "true"}}});
+    tries.push_back({0, {{"training.checkpoint_interval_min", ShortNumber(4 * t.checkpoint_interval_min)}}});
+  }
+  // A job that fits is only offered changes that still fit; one that does not fit is told the
+  // times anyway (with "does not fit").
+  const bool base_fits = EstimateMemory(job, hw.cal).total_bytes <= hw.gpu.memory_bytes;
+  std::vector<WhatIf> out;
+  std::map<int, double> best;
+  for (auto& tr : tries) {
+    auto w = Rerun(job, catalog, hw, std::move(tr.changes));
+    if (!w || (base_fits && !w->fits)) continue;
+    const double bar = 0.95 * (best.count(tr.group) ? best[tr.group] : e.step_time_s);
+    if (w->step_time_s >= bar) continue;
+    best[tr.group] = w->step_time_s;
+    out.push_back(std::move(*w));
+  }
+  return out;
+}
+
+}  // namespace
+
+BottleneckReport AnalyzeBottleneck(const Job& job, const Catalog* catalog, const HardwareContext& hw,
+                                   const StepEstimate& e) {
   const StepBreakdown& b = e.breakdown;
   struct Part { const char* name; double s; };
   const Part parts[] = {{"compute", b.compute_s}, {"tp", b.tp_comm_s}, {"cp", b.cp_comm_s}, {"pp", b.pp_comm_s},
@@ -420,45 +522,63 @@ std::string Bottleneck(const Job& job, const HardwareContext& hw, const StepEsti
   const double share = 100 * top->s / e.step_time_s;
   char buf[640];
   const std::string top_name = top->name;
-  if (top_name == "compute") {
+  if (top_name == "compute" && share < 50) {
+    // Largest, but not most of the step: name what else there is rather than say "compute-bound".
+    const Part* second = nullptr;
+    for (const auto& p : parts)
+      if (&p != top && (second == nullptr || p.s > second->s)) second = &p;
+    std::snprintf(buf, sizeof buf,
+                  "compute is the largest part but only %.0f%% of the %.3g s step (MFU %.0f%%); next is %s at %.0f%%",
+                  share, e.step_time_s, 100 * e.mfu, second->name, 100 * second->s / e.step_time_s);
+  } else if (top_name == "compute") {
     std::snprintf(buf, sizeof buf,
                   "compute-bound: matmuls and attention are %.0f%% of the %.3g s step (MFU %.0f%% of %s's %.0f TFLOP/s %s peak); "
                   "communication is not what limits this job",
                   share, e.step_time_s, 100 * e.mfu, hw.gpu.id.c_str(), e.peak_flops / 1e12,
                   ToString(job.training.precision).c_str());
   } else if (top_name == "dp") {
-    // What the step would be with RDMA-class bandwidth for the same traffic.
-    const double fast_bw = hw.rdma_reference_bytes_per_s;
-    const double ratio = e.comm.dp_busbw_bytes_per_s > 0 ? std::min(1.0, e.comm.dp_busbw_bytes_per_s / fast_bw) : 1.0;
-    const double faster = e.step_time_s - b.dp_comm_s * (1 - ratio);
-    std::snprintf(buf, sizeof buf,
-                  "exposed data-parallel gradient sync over %s%s is %.0f%% of the step (%.3g s of %.3g s)%s",
+    std::snprintf(buf, sizeof buf, "exposed data-parallel %s over %s%s is %.0f%% of the step (%.3g s of %.3g s)",
+                  job.parallel.zero == 3 ? "ZeRO-3 weight gathers and gradient sync" : "gradient sync",
                   e.comm.dp_crosses_nodes ? hw.inter.name.c_str() : hw.intra.name.c_str(),
-                  e.comm.dp_crosses_nodes && !hw.rdma ? " without RDMA" : "", share, b.dp_comm_s, e.step_time_s,
-                  e.comm.dp_crosses_nodes && ratio < 0.9
-                      ? (": RDMA at 400 Gb/s per GPU would cut the step to " + ShortNumber(faster) + " s").c_str()
-                      : ": raise micro-batch/accumulation or use ZeRO-1/2 instead of 3 to send less per token");
+                  e.comm.dp_crosses_nodes && !hw.rdma ? " without RDMA" : "", share, b.dp_comm_s, e.step_time_s);
   } else if (top_name == "tp") {
-    std::snprintf(buf, sizeof buf,
-                  "tensor-parallel all-reduces are %.0f%% of the step (%.3g s of %.3g s) over %s: %s",
-                  share, b.tp_comm_s, e.step_time_s, e.comm.tp_crosses_nodes ? hw.inter.name.c_str() : hw.intra.name.c_str(),
-                  e.comm.tp_crosses_nodes ? "keep tp within a node" : "lower tp or use NVLink/NVSwitch");
+    std::snprintf(buf, sizeof buf, "tensor-parallel all-reduces are %.0f%% of the step (%.3g s of %.3g s) over %s", share,
+                  b.tp_comm_s, e.step_time_s, e.comm.tp_crosses_nodes ? hw.inter.name.c_str() : hw.intra.name.c_str());
   } else if (top_name == "bubble") {
-    std::snprintf(buf, sizeof buf,
-                  "the pipeline bubble is %.0f%% of the step (pp %lld, %lld micro-batches, vpp %lld): more micro-batches or interleaving shrink it",
+    std::snprintf(buf, sizeof buf, "the pipeline bubble is %.0f%% of the step (pp %lld, %lld micro-batches, vpp %lld)",
                   share, static_cast<long long>(job.parallel.pp), static_cast<long long>(e.grad_accum),
                   static_cast<long long>(job.parallel.vpp));
   } else if (top_name == "data") {
-    std::snprintf(buf, sizeof buf, "data loading stalls %.0f%% of the step on %s: stage the dataset on local NVMe",
-                  share, hw.storage ? hw.storage->id.c_str() : "storage");
+    std::snprintf(buf, sizeof buf, "data loading stalls %.0f%% of the step on %s", share,
+                  hw.storage ? hw.storage->id.c_str() : "storage");
   } else if (top_name == "checkpoint") {
-    std::snprintf(buf, sizeof buf, "checkpoint writes stall %.0f%% of the time (%.3g GB per checkpoint, %.3g s to write): write asynchronously or less often",
+    std::snprintf(buf, sizeof buf, "checkpoint writes stall %.0f%% of the time (%.3g GB per checkpoint, %.3g s to write)",
                   share, e.checkpoint_bytes / 1e9, e.checkpoint_write_s);
   } else {
     std::snprintf(buf, sizeof buf, "%s is the largest part of the step: %.0f%% (%.3g s of %.3g s)", top->name, share,
                   top->s, e.step_time_s);
   }
-  return buf;
+  BottleneckReport r{buf, top_name == "compute" ? std::vector<WhatIf>{} : Candidates(top_name, job, catalog, hw, e)};
+  // Every number claimed is a re-estimate of the job with that change (WhatIf).
+  for (size_t i = 0; i < r.what_ifs.size(); ++i) {
+    const WhatIf& w = r.what_ifs[i];
+    r.sentence += (i == 0 ? ": " : "; ") + w.flags + " would cut the step to " + ShortNumber(w.step_time_s) + " s (" +
+                  ShortNumber(w.memory_bytes / (1024.0 * 1024.0 * 1024.0)) + " GiB per GPU, " +
+                  (w.fits ? "fits)" : "does not fit)");
+  }
+  if (r.what_ifs.empty() && top_name != "compute")
+    r.sentence += "; no single change gpuplan tries (" + std::string(top_name == "dp" ? "RDMA, a lower ZeRO stage, a larger micro-batch"
+                                                                    : top_name == "tp" ? "a smaller tp"
+                                                                    : top_name == "bubble" ? "more interleaving or micro-batches"
+                                                                    : top_name == "data" ? "local NVMe"
+                                                                    : top_name == "checkpoint" ? "async or rarer checkpoints"
+                                                                                               : "none for this part") +
+                  ") cuts the step by 5% and fits";
+  return r;
+}
+
+std::string Bottleneck(const Job& job, const HardwareContext& hw, const StepEstimate& e) {
+  return AnalyzeBottleneck(job, nullptr, hw, e).sentence;
 }
 
 }  // namespace gpuplan

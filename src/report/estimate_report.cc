@@ -36,8 +36,22 @@ const Part kParts[] = {
 
 nlohmann::json EstimateToJson(const EstimateReport& r) {
   const StepEstimate& e = r.estimate;
+  // null, not 0, for what is not modelled or not known (no storage given, no token count).
+  auto known = [](bool k, double v) { return k ? nlohmann::json(v) : nlohmann::json(nullptr); };
+  const bool read_known = r.hw.storage && r.hw.storage->read_bytes_per_s;
+  const bool write_known = r.hw.storage && r.hw.storage->write_bytes_per_s;
+  const bool tokens_known = r.job.training.tokens > 0;
   nlohmann::json bd;
   for (const auto& p : kParts) bd[p.key] = e.breakdown.*(p.field);
+  bd["data"] = known(read_known, e.breakdown.data_s);
+  bd["checkpoint"] = known(write_known, e.breakdown.checkpoint_s);
+  nlohmann::json what_ifs = nlohmann::json::array();
+  for (const auto& w : r.what_ifs) {
+    nlohmann::json changes;
+    for (const auto& [k, v] : w.changes) changes[k] = v;
+    what_ifs.push_back({{"changes", changes}, {"flags", w.flags}, {"step_time_s", w.step_time_s},
+                        {"memory_bytes", w.memory_bytes}, {"fits", w.fits}});
+  }
   nlohmann::json mem = MemoryToJson(r.memory);
   mem.erase("inputs");
   mem.erase("version");
@@ -51,7 +65,8 @@ nlohmann::json EstimateToJson(const EstimateReport& r) {
       {"hardware",
        {{"gpu", r.hw.gpu.id}, {"intra_node", r.hw.intra.id}, {"intra_node_default", r.hw.intra_default},
         {"network", r.hw.inter.id}, {"network_default", r.hw.inter_default}, {"nics_per_node", r.hw.nics_per_node},
-        {"rdma", r.hw.rdma}, {"peak_flops", e.peak_flops}}},
+        {"rdma", r.hw.rdma}, {"peak_flops", e.peak_flops},
+        {"storage", r.hw.storage ? nlohmann::json(r.hw.storage->id) : nlohmann::json(nullptr)}}},
       {"step_time_s", e.step_time_s},
       {"grad_accum_steps", e.grad_accum},
       {"tokens_per_step", e.tokens_per_step},
@@ -61,15 +76,16 @@ nlohmann::json EstimateToJson(const EstimateReport& r) {
       {"hfu", e.hfu},
       {"model_tflops_per_gpu", e.model_tflops_per_gpu},
       {"model_flops_per_token", e.model_flops_per_token},
-      {"time_to_train_s", e.time_to_train_s},
-      {"gpu_hours", e.gpu_hours},
+      {"time_to_train_s", known(tokens_known, e.time_to_train_s)},
+      {"gpu_hours", known(tokens_known, e.gpu_hours)},
       {"breakdown_s", bd},
       {"communication",
        {{"tp_bytes", e.comm.tp_bytes}, {"tp_s", e.comm.tp_s}, {"cp_bytes", e.comm.cp_bytes}, {"cp_s", e.comm.cp_s},
         {"pp_bytes", e.comm.pp_bytes}, {"pp_s", e.comm.pp_s}, {"dp_bytes", e.comm.dp_bytes}, {"dp_s", e.comm.dp_s},
         {"ep_bytes", e.comm.ep_bytes}, {"ep_s", e.comm.ep_s}, {"dp_crosses_nodes", e.comm.dp_crosses_nodes}}},
-      {"checkpoint", {{"bytes", e.checkpoint_bytes}, {"write_s", e.checkpoint_write_s}}},
+      {"checkpoint", {{"bytes", e.checkpoint_bytes}, {"write_s", known(write_known, e.checkpoint_write_s)}}},
       {"bottleneck", r.bottleneck},
+      {"what_ifs", what_ifs},
       {"memory", mem},
   };
 }
@@ -110,7 +126,12 @@ std::string EstimateToText(const EstimateReport& r, bool md) {
       {"model TFLOP/s per GPU", F("%.1f", e.model_tflops_per_gpu)},
   };
   if (j.training.tokens > 0) {
-    m.push_back({"time to train " + FormatCount(j.training.tokens) + " tokens", Duration(e.time_to_train_s)});
+    const TrainingSpec& t = j.training;
+    const std::string from_samples =
+        t.samples > 0 ? " (" + FormatCount(t.samples) + " samples x " + F("%g", t.epochs > 0 ? t.epochs : 1) + " epochs x " +
+                            std::to_string(t.tokens_per_sample > 0 ? t.tokens_per_sample : t.seq_len) + " tokens)"
+                      : "";
+    m.push_back({"time to train " + FormatCount(t.tokens) + " tokens" + from_samples, Duration(e.time_to_train_s)});
     m.push_back({"GPU-hours", F("%.0f", e.gpu_hours)});
   }
   if (e.checkpoint_bytes > 0)

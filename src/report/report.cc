@@ -93,7 +93,12 @@ nlohmann::json JobToJson(const Job& job) {
   const TrainingSpec& t = job.training;
   nlohmann::json training = {{"method", ToString(t.method)}, {"seq_len", t.seq_len},
                              {"micro_batch", t.micro_batch}, {"global_batch", t.global_batch},
-                             {"tokens", t.tokens}, {"precision", ToString(t.precision)},
+                             {"tokens", t.tokens > 0 ? nlohmann::json(t.tokens) : nlohmann::json(nullptr)},
+                             {"samples", t.samples > 0 ? nlohmann::json(t.samples) : nlohmann::json(nullptr)},
+                             {"epochs", t.samples > 0 ? nlohmann::json(t.epochs > 0 ? t.epochs : 1.0) : nlohmann::json(nullptr)},
+                             {"tokens_per_sample", t.samples > 0 ? nlohmann::json(t.tokens_per_sample > 0 ? t.tokens_per_sample : t.seq_len)
+                                                                 : nlohmann::json(nullptr)},
+                             {"precision", ToString(t.precision)},
                              {"optimizer", ToString(t.optimizer)}, {"recompute", ToString(t.recompute)},
                              {"flash_attention", t.flash_attention}, {"fp32_grads", t.fp32_grads}};
   if (t.method == Method::kLora || t.method == Method::kQlora)
@@ -104,8 +109,11 @@ nlohmann::json JobToJson(const Job& job) {
                              {"zero", p.zero}, {"offload", ToString(p.offload)}};
   const ClusterSpec& c = job.cluster;
   nlohmann::json cluster = {{"gpu", c.gpu}, {"num_gpus", c.num_gpus}, {"gpus_per_node", c.gpus_per_node}};
-  if (!c.intra_node.empty()) cluster["intra_node"] = c.intra_node;
-  if (!c.network.empty()) cluster["network"] = c.network;
+  // null = not given (gpuplan picks the default; the estimate's "hardware" says which).
+  auto given = [](const std::string& v) { return v.empty() ? nlohmann::json(nullptr) : nlohmann::json(v); };
+  cluster["intra_node"] = given(c.intra_node);
+  cluster["network"] = given(c.network);
+  cluster["storage"] = given(c.storage);
   return {{"model", model}, {"training", training}, {"parallel", parallel}, {"cluster", cluster}};
 }
 

@@ -3,11 +3,14 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace {
 
@@ -39,7 +42,7 @@ std::string Write(const std::string& name, const std::string& text) {
 
 TEST(Cli, MemoryJsonHasTheContractKeys) {
   Proc r = Exec("memory --model llama-2-7b --gpu a100-80gb --seq-len 2048 --json");
-  ASSERT_EQ(r.exit_code, 0) << r.out;
+  ASSERT_EQ(r.exit_code, 2) << "does not fit: exit 2, with every number still there\n" << r.out;
   auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["model"]["params"], 6738415616);
   for (const char* k : {"weights_bytes", "gradients_bytes", "optimizer_bytes", "activations_bytes", "buffers_bytes",
@@ -48,11 +51,13 @@ TEST(Cli, MemoryJsonHasTheContractKeys) {
   EXPECT_EQ(j["gpu"]["id"], "a100-sxm-80gb");
   EXPECT_FALSE(j["fits"].get<bool>());
   EXPECT_FALSE(j["suggestions"].empty());
+  EXPECT_EQ(j["error"]["code"], "infeasible");
 }
 
 TEST(Cli, MemoryTextNamesFitAndSteps) {
   Proc r = Exec("memory --model llama-2-7b --gpu a100-80gb");
-  ASSERT_EQ(r.exit_code, 0) << r.out;
+  ASSERT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("gpuplan: does not fit: 128."), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("DOES NOT FIT"), std::string::npos);
   EXPECT_NE(r.out.find("ZeRO"), std::string::npos);
   Proc q = Exec("memory --model llama-2-7b --method qlora --gpu rtx4090 --recompute full");
@@ -106,10 +111,136 @@ TEST(Cli, EstimateJsonHasTheContractKeys) {
     EXPECT_TRUE(j["breakdown_s"].contains(k)) << k;
   EXPECT_TRUE(j["memory"]["per_gpu"].contains("total_bytes"));
   EXPECT_GT(j["time_to_train_s"].get<double>(), 0);
-  Proc t = Exec("estimate --model llama-2-7b --num-gpus 2 --gpus-per-node 1 --network tcp-1g");
+  Proc t = Exec("estimate --model llama-2-7b --num-gpus 2 --gpus-per-node 1 --network tcp-1g --zero 3");
   ASSERT_EQ(t.exit_code, 0) << t.out;
   EXPECT_NE(t.out.find("bottleneck: exposed data-parallel"), std::string::npos) << t.out;
   EXPECT_NE(t.out.find("(default)"), std::string::npos) << "defaulted links are printed as such";
+}
+
+TEST(Cli, SetupThatDoesNotFitIsExit2WithEveryNumber) {
+  Proc t = Exec("estimate --model llama-2-7b --num-gpus 2 --gpus-per-node 1 --network tcp-25g");
+  EXPECT_EQ(t.exit_code, 2) << t.out;
+  EXPECT_NE(t.out.find("step "), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("DOES NOT FIT"), std::string::npos) << t.out;
+  Proc j = Exec("estimate --model llama-2-7b --num-gpus 2 --gpus-per-node 1 --network tcp-25g --json");
+  ASSERT_EQ(j.exit_code, 2) << j.out;
+  auto o = nlohmann::json::parse(j.out);
+  EXPECT_FALSE(o["memory"]["fits"].get<bool>());
+  EXPECT_GT(o["step_time_s"].get<double>(), 0);
+  EXPECT_EQ(o["error"]["code"], "infeasible");
+}
+
+TEST(Cli, JsonErrorsAreJson) {
+  for (const char* args : {"memory --model nope --json", "estimate --model llama-2-7b --tp 3 --format json",
+                           "memory --model gpt2 --sq-len 5 --json", "catalog nothing --json"}) {
+    Proc r = Exec(args);
+    EXPECT_EQ(r.exit_code, 1) << args;
+    nlohmann::json j;
+    ASSERT_NO_THROW(j = nlohmann::json::parse(r.out)) << args << "\n" << r.out;
+    EXPECT_EQ(j["error"]["code"], "bad_input") << args;
+    EXPECT_TRUE(j["error"]["message"].is_string()) << args;
+    EXPECT_TRUE(j["error"].contains("location") && j["error"].contains("key")) << args;
+  }
+  std::string job = Write("badjson.yaml", "model:\n  preset: llama-2-7b\nparallel:\n  tp: 3\n");
+  auto j = nlohmann::json::parse(Exec("estimate " + job + " --json").out);
+  EXPECT_EQ(j["error"]["location"], job + ":4");
+  EXPECT_EQ(j["error"]["key"], "parallel.tp");
+}
+
+TEST(Cli, JsonUsesNullForUnknowns) {
+  Proc r = Exec("estimate --model llama-2-7b --num-gpus 8 --zero 3 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j["time_to_train_s"].is_null()) << "no token count: unknown, not 0";
+  EXPECT_TRUE(j["gpu_hours"].is_null());
+  EXPECT_TRUE(j["breakdown_s"]["data"].is_null()) << "no storage: not modelled";
+  EXPECT_TRUE(j["checkpoint"]["write_s"].is_null());
+  EXPECT_TRUE(j["inputs"]["training"]["tokens"].is_null());
+  EXPECT_TRUE(j["inputs"]["cluster"]["network"].is_null());
+  EXPECT_TRUE(j["hardware"]["storage"].is_null());
+}
+
+TEST(Cli, PlanFlagsAreRefusedByMemoryAndEstimate) {
+  for (const char* flag : {"--deadline-hours 3", "--budget-usd 100", "--spot allowed", "--objective cost", "--clouds aws",
+                           "--max-gpus 8", "--top 3"}) {
+    for (const char* cmd : {"memory", "estimate"}) {
+      Proc r = Exec(std::string(cmd) + " --model llama-2-7b --num-gpus 8 --zero 3 " + flag);
+      EXPECT_EQ(r.exit_code, 1) << cmd << " " << flag << "\n" << r.out;
+      EXPECT_NE(r.out.find("'gpuplan plan' takes it"), std::string::npos) << r.out;
+    }
+  }
+  // A job file's constraints section is for plan and stays accepted.
+  EXPECT_EQ(Exec("memory " + std::string(GPUPLAN_SOURCE_DIR) + "/examples/7b-full-finetune-1node.yaml").exit_code, 0);
+}
+
+TEST(Cli, ModelMessagesSayHowToGetThere) {
+  Proc repo = Exec("memory --model meta-llama/Llama-2-7b-hf");
+  EXPECT_EQ(repo.exit_code, 1);
+  EXPECT_NE(repo.out.find("download its config.json"), std::string::npos) << repo.out;
+  EXPECT_NE(repo.out.find("pass --model path/to/config.json"), std::string::npos) << repo.out;
+  EXPECT_NE(repo.out.find("--model llama-2-7b"), std::string::npos) << "the close preset\n" << repo.out;
+  Proc missing = Exec("memory --model /nonexistent/config.json");
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.out.find("no such file '/nonexistent/config.json'"), std::string::npos) << missing.out;
+  EXPECT_NE(missing.out.find("pass --model path/to/config.json"), std::string::npos) << missing.out;
+  Proc typo = Exec("memory --model llama2-7b");
+  EXPECT_NE(typo.out.find("did you mean 'llama-2-7b'"), std::string::npos) << typo.out;
+  Proc flag = Exec("estimate --model llama-2-7b --numgpus 8");
+  EXPECT_EQ(flag.exit_code, 1);
+  EXPECT_NE(flag.out.find("did you mean --num-gpus"), std::string::npos) << flag.out;
+}
+
+TEST(Cli, TabIndentationIsNamed) {
+  std::string job = Write("tabs.yaml", "model:\n  preset: llama-2-7b\ntraining:\n  seq_len: 512\n\tmicro_batch: 2\n");
+  Proc r = Exec("memory " + job);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("tabs.yaml:5: tab character in indentation; YAML indents with spaces"), std::string::npos) << r.out;
+}
+
+TEST(Cli, CatalogCsvIsACatalogFile) {
+  for (const std::string kind : {"gpus", "links", "instances", "storage"}) {
+    Proc a = Exec("catalog " + kind + " --format csv");
+    ASSERT_EQ(a.exit_code, 0) << a.out;
+    std::ifstream data(std::string(GPUPLAN_SOURCE_DIR) + "/data/" + kind + ".csv");
+    std::string header;
+    std::getline(data, header);
+    EXPECT_EQ(a.out.substr(0, a.out.find('\n')), header) << kind;
+    const std::string path = Write(kind + "-printed.csv", a.out);
+    Proc b = Exec("catalog " + kind + " --format csv --catalog " + path);
+    ASSERT_EQ(b.exit_code, 0) << b.out;
+    EXPECT_EQ(a.out, b.out) << kind << ": loaded back, the same rows";
+    Proc t = Exec("catalog " + kind + " --catalog " + path);
+    EXPECT_EQ(t.out, Exec("catalog " + kind).out) << kind;
+  }
+}
+
+TEST(Cli, SamplesAndEpochs) {
+  Proc r = Exec("estimate --model llama-2-7b --num-gpus 8 --zero 3 --seq-len 512 --samples 50000 --epochs 3 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_DOUBLE_EQ(j["inputs"]["training"]["tokens"].get<double>(), 50000.0 * 3 * 512);
+  EXPECT_GT(j["time_to_train_s"].get<double>(), 0);
+  Proc both = Exec("estimate --model llama-2-7b --samples 50000 --tokens 1e9");
+  EXPECT_EQ(both.exit_code, 1);
+  EXPECT_NE(both.out.find("--tokens on the command line"), std::string::npos) << both.out;
+  EXPECT_NE(both.out.find("--samples on the command line"), std::string::npos) << both.out;
+}
+
+// The README's "Use" examples, with the exit code each is documented to give.
+TEST(Cli, ReadmeExamplesExitAsDocumented) {
+  const std::string dir = std::string("cd ") + GPUPLAN_SOURCE_DIR + " && ";
+  for (const auto& [args, code] : std::vector<std::pair<std::string, int>>{
+           {"memory examples/7b-full-finetune-1node.yaml", 0},
+           {"memory --model llama-3-8b --method qlora --gpu rtx4090 --json", 0},
+           {"memory --params 7.5e9 --num-gpus 64 --zero 2", 0},
+           {"estimate examples/7b-full-finetune-1node.yaml", 0},
+           {"estimate --model llama-2-7b --num-gpus 2 --gpus-per-node 1 --network tcp-25g --zero 3", 0},
+           {"estimate --model llama-2-7b --num-gpus 2 --gpus-per-node 1 --network tcp-25g", 2},
+       }) {
+    const std::string cmd = dir + GPUPLAN_BINARY + " " + args + " >/dev/null 2>&1";
+    const int status = std::system(cmd.c_str());
+    EXPECT_EQ(WEXITSTATUS(status), code) << args;
+  }
 }
 
 TEST(Cli, PlanReportsAndJson) {

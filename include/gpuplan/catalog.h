@@ -23,10 +23,17 @@ struct GpuSpec {
   std::string intra_link;                       // nvlink4, pcie, ...
   std::optional<double> nvlink_bytes_per_s_per_dir;
   std::optional<double> pcie_gen, pcie_lanes;
+  // GPUs in one box can DMA to each other (column p2p; unknown = true). GeForce cards cannot on
+  // the stock driver: their GPU-to-GPU traffic is staged through host memory.
+  bool p2p = true;
   std::string source, date, notes;
   Location where;                               // row it came from
   // Dense peak for a training precision (the tensor-core rate used for matmuls).
   std::optional<double> PeakFlops(Precision p) const;
+  // Why this GPU cannot train in precision p ("" when it can): the hardware lacks the format
+  // (data/gpus.csv says none); for bf16 the message points to fp16 where the GPU has it. Whether
+  // the peak is known is PeakFlops' business.
+  std::string PrecisionProblem(Precision p) const;
 };
 
 struct LinkSpec {
@@ -45,8 +52,15 @@ struct InstanceSpec {
   std::optional<double> network_bits_per_s;     // aggregate per node
   std::string network_kind, network_link, rdma, gpudirect_rdma;
   std::optional<double> nics;
+  // USD per hour for the whole instance. on_demand_usd_per_hour is computed as
+  // on_demand_local_per_hour x fx_usd_per_unit when the row gives a local price and no USD one.
   std::optional<double> on_demand_usd_per_hour, spot_usd_per_hour, reserved_usd_per_hour;
+  std::string price_currency = "USD";           // ISO 4217 code of the local price
+  std::optional<double> on_demand_local_per_hour;  // in price_currency
+  std::optional<double> fx_usd_per_unit;        // USD per 1 unit of price_currency, on fx_date
+  std::string fx_date;                          // date of the exchange rate ("" = none)
   std::string region, price_date, source, notes;
+  std::string spot_price_date = "undated";      // date of spot_usd_per_hour, separate from price_date
   Location where;
 };
 
@@ -58,11 +72,23 @@ struct StorageSpec {
   Location where;
 };
 
+// Where one corrected catalog cell comes from (data/cell_sources.csv).
+struct CellSource {
+  std::string file, row_id, column, value;      // file is e.g. "instances.csv"
+  std::string source, date, confidence;         // confidence: high, medium or low
+  Location where;
+};
+
 struct Catalog {
   std::vector<GpuSpec> gpus;
   std::vector<LinkSpec> links;
   std::vector<InstanceSpec> instances;
   std::vector<StorageSpec> storage;
+  std::vector<CellSource> cell_sources;         // for built-in cells; checked against data/ on load
+
+  // The recorded source of a built-in cell, or nullptr.
+  const CellSource* FindCellSource(const std::string& file, const std::string& row_id,
+                                   const std::string& column) const;
 
   // Exact id first, then aliases; errors list the close matches.
   Result<GpuSpec> FindGpu(const std::string& name) const;
@@ -75,6 +101,10 @@ struct CatalogOptions {
   // Extra files whose rows add to or replace (same id) the built-in ones. The kind of each file
   // is recognized by its header. Default: none.
   std::vector<std::string> override_files;
+  // A cell-source file used instead of the built-in data/cell_sources.csv (tests). Every row must
+  // name a built-in file, row and column whose cell holds the row's value (a notes cell: contains
+  // it). Default: "" = the built-in file.
+  std::string cell_sources_file;
 };
 
 // The built-in catalog plus overrides. Every bad row is an error with file:line: column.

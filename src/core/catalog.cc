@@ -58,6 +58,10 @@ Result<GpuSpec> ReadGpu(const CsvRecord& r) {
   OPT(g.nvlink_bytes_per_s_per_dir, r, "nvlink_bw_gb_per_s_per_dir", kGB);
   OPT(g.pcie_gen, r, "pcie_gen", 1.0);
   OPT(g.pcie_lanes, r, "pcie_lanes", 1.0);
+  const std::string p2p = r.Str("p2p");  // the column is optional: older override files lack it
+  if (p2p == "no") g.p2p = false;
+  else if (p2p != "yes" && p2p != "unknown" && !p2p.empty())
+    return Status::BadInput(r.Where("p2p"), "expected yes, no or unknown, got '" + p2p + "'");
   g.source = r.Str("source");
   g.date = r.Str("date");
   g.notes = r.Str("notes");
@@ -79,6 +83,28 @@ Result<LinkSpec> ReadLink(const CsvRecord& r) {
   l.notes = r.Str("notes");
   l.where = r.Where("");
   return l;
+}
+
+// Local-currency price columns (all optional): price_currency (default USD),
+// on_demand_local_per_hour, fx_usd_per_unit, fx_date. A local price with no USD price becomes
+// on_demand_usd_per_hour = local x fx.
+Status ReadLocalPrice(const CsvRecord& r, InstanceSpec& i) {
+  const std::string currency = r.Str("price_currency");
+  if (!currency.empty() && currency != "unknown") i.price_currency = currency;
+  OPT(i.on_demand_local_per_hour, r, "on_demand_local_per_hour", 1.0);
+  OPT(i.fx_usd_per_unit, r, "fx_usd_per_unit", 1.0);
+  const std::string fx_date = r.Str("fx_date");
+  if (fx_date != "unknown") i.fx_date = fx_date;
+  if (i.price_currency == "USD" && !i.fx_usd_per_unit) i.fx_usd_per_unit = 1.0;
+  if (i.on_demand_local_per_hour && !i.on_demand_usd_per_hour) {
+    if (!i.fx_usd_per_unit)
+      return Status::BadInput(r.Where("fx_usd_per_unit"), "a rate is required to convert on_demand_local_per_hour from " +
+                                                              i.price_currency + " to USD");
+    if (i.price_currency != "USD" && i.fx_date.empty())
+      return Status::BadInput(r.Where("fx_date"), "the exchange rate needs its date");
+    i.on_demand_usd_per_hour = *i.on_demand_local_per_hour * *i.fx_usd_per_unit;
+  }
+  return Status::Ok();
 }
 
 Result<InstanceSpec> ReadInstance(const CsvRecord& r) {
@@ -104,8 +130,11 @@ Result<InstanceSpec> ReadInstance(const CsvRecord& r) {
   OPT(i.on_demand_usd_per_hour, r, "on_demand_usd_per_hour", 1.0);
   OPT(i.spot_usd_per_hour, r, "spot_usd_per_hour", 1.0);
   OPT(i.reserved_usd_per_hour, r, "reserved_usd_per_hour", 1.0);
+  GPUPLAN_RETURN_IF_ERROR(ReadLocalPrice(r, i));
   i.region = r.Str("region");
   i.price_date = r.Str("price_date");
+  const std::string spot_date = r.Str("spot_price_date");
+  if (!spot_date.empty() && spot_date != "unknown") i.spot_price_date = spot_date;
   i.source = r.Str("source");
   i.notes = r.Str("notes");
   i.where = r.Where("");
@@ -177,6 +206,46 @@ Result<T> FindById(const std::vector<T>& rows, const std::string& id, const char
                                   (close.empty() ? " (gpuplan catalog lists them)" : " (did you mean: " + close + "?)"));
 }
 
+// The built-in catalog files, parsed; cell sources are checked against these raw cells.
+using RawTables = std::vector<std::pair<std::string, CsvTable>>;
+
+// One cell of a built-in file as written there, or nullptr when the row or column is absent.
+const std::string* RawCell(const RawTables& tables, const std::string& file, const std::string& row_id,
+                           const std::string& column) {
+  for (const auto& [name, t] : tables) {
+    if (name != file) continue;
+    const int id_col = t.Column("id"), col = t.Column(column);
+    if (id_col < 0 || col < 0) return nullptr;
+    for (const auto& row : t.rows)
+      if (row.fields[id_col] == row_id) return &row.fields[col];
+  }
+  return nullptr;
+}
+
+// data/cell_sources.csv: every row names an existing built-in cell that holds its value.
+Result<std::vector<CellSource>> LoadCellSources(const CsvTable& t, const RawTables& tables) {
+  std::vector<CellSource> out;
+  for (const char* col : {"file", "row_id", "column", "value", "source", "date", "confidence"})
+    if (t.Column(col) < 0) return Status::BadInput({t.file, 1, col}, "missing column");
+  for (const auto& row : t.rows) {
+    CsvRecord rec(t, row);
+    CellSource c{rec.Str("file"), rec.Str("row_id"), rec.Str("column"), rec.Str("value"),
+                 rec.Str("source"), rec.Str("date"), rec.Str("confidence"), rec.Where("")};
+    if (c.source.empty()) return Status::BadInput(rec.Where("source"), "must not be empty");
+    if (c.confidence != "high" && c.confidence != "medium" && c.confidence != "low")
+      return Status::BadInput(rec.Where("confidence"), "expected high, medium or low, got '" + c.confidence + "'");
+    const std::string* cell = RawCell(tables, c.file, c.row_id, c.column);
+    if (!cell)
+      return Status::BadInput(rec.Where("row_id"), "no cell " + c.file + " " + c.row_id + "." + c.column);
+    const bool holds = c.column == "notes" ? cell->find(c.value) != std::string::npos : *cell == c.value;
+    if (!holds)
+      return Status::BadInput(rec.Where("value"), c.file + " " + c.row_id + "." + c.column + " is '" + *cell +
+                                                      "', not the recorded '" + c.value + "'");
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::optional<double> GpuSpec::PeakFlops(Precision p) const {
@@ -187,6 +256,20 @@ std::optional<double> GpuSpec::PeakFlops(Precision p) const {
     case Precision::kFp8: return fp8_flops;
   }
   return std::nullopt;
+}
+
+std::string GpuSpec::PrecisionProblem(Precision p) const {
+  if (p == Precision::kBf16 && !bf16_supported)
+    return "GPU '" + id + "' has no bf16" + (fp16_flops ? "; it has fp16: use --precision fp16 (training.precision: fp16)" : "");
+  if (p == Precision::kFp8 && !fp8_supported) return "GPU '" + id + "' has no fp8 (data/gpus.csv says none)";
+  return "";
+}
+
+const CellSource* Catalog::FindCellSource(const std::string& file, const std::string& row_id,
+                                          const std::string& column) const {
+  for (const auto& c : cell_sources)
+    if (c.file == file && c.row_id == row_id && c.column == column) return &c;
+  return nullptr;
 }
 
 Result<GpuSpec> Catalog::FindGpu(const std::string& name) const {
@@ -208,12 +291,25 @@ Result<StorageSpec> Catalog::FindStorage(const std::string& id) const {
 
 Result<Catalog> LoadCatalog(const CatalogOptions& options) {
   Catalog c;
+  RawTables raw;
   for (const char* name : {"gpus.csv", "links.csv", "instances.csv", "storage.csv"}) {
     std::string_view text = EmbeddedData(name);
     if (text.empty()) continue;
     auto t = ParseCsv(std::string(text), std::string("data/") + name);
     if (!t.ok()) return t.status();
     GPUPLAN_RETURN_IF_ERROR(LoadTable(*t, c));
+    raw.emplace_back(name, std::move(t).value());
+  }
+  // Cell sources describe the built-in cells, so they are checked before any override applies.
+  const std::string_view sources_text = EmbeddedData("cell_sources.csv");
+  if (!options.cell_sources_file.empty() || !sources_text.empty()) {
+    Result<CsvTable> sources = options.cell_sources_file.empty()
+                                   ? ParseCsv(std::string(sources_text), "data/cell_sources.csv")
+                                   : ReadCsvFile(options.cell_sources_file);
+    if (!sources.ok()) return sources.status();
+    auto cells = LoadCellSources(*sources, raw);
+    if (!cells.ok()) return cells.status();
+    c.cell_sources = std::move(cells).value();
   }
   for (const auto& path : options.override_files) {
     auto t = ReadCsvFile(path);

@@ -92,6 +92,11 @@ Result<HardwareContext> ResolveHardware(const Job& job, const Catalog& catalog, 
   hw.intra = *intra;
   hw.intra_bytes_per_s = hw.intra.bw_bytes_per_s_per_dir;
   if (hw.intra.id == "nvlink-bridge") hw.intra_bytes_per_s = hw.gpu.nvlink_bytes_per_s_per_dir.value_or(0);
+  // N§5 a GPU whose own NVLink is slower than the fabric row (A800, H800: 200 GB/s per direction
+  // on an NVLink3/4 baseboard) runs at its own rate.
+  if ((hw.intra.kind == "nvlink" || hw.intra.kind == "nvswitch") && hw.gpu.nvlink_bytes_per_s_per_dir &&
+      *hw.gpu.nvlink_bytes_per_s_per_dir > 0)
+    hw.intra_bytes_per_s = std::min(hw.intra_bytes_per_s, *hw.gpu.nvlink_bytes_per_s_per_dir);
   if (hw.intra_bytes_per_s <= 0)
     return Status::BadInput(where("cluster.intra_node"), "link '" + hw.intra.id + "' has no known bandwidth for " + hw.gpu.id);
   // N§5 network default: datacenter NVLink parts get one InfiniBand port per GPU (NDR for Hopper
@@ -127,12 +132,20 @@ Result<HardwareContext> ResolveHardware(const Job& job, const Catalog& catalog, 
   auto host = catalog.FindLink("pcie" + std::to_string(pcie_gen) + "-x16");
   if (!host.ok()) return Status::Internal("catalog lacks pcie" + std::to_string(pcie_gen) + "-x16");
   hw.host_bytes_per_s = host->bw_bytes_per_s_per_dir * cal.Get("link_eff.pcie");
+  // N§5 no peer-to-peer DMA (GeForce): every byte goes GPU -> host memory -> GPU and crosses
+  // PCIe twice, so GPU-to-GPU traffic gets at most half the GPU's PCIe line rate.
+  if (!hw.gpu.p2p) hw.intra_bytes_per_s = std::min(hw.intra_bytes_per_s, host->bw_bytes_per_s_per_dir / 2);
   auto ndr = catalog.FindLink("ib-ndr");
   if (ndr.ok()) hw.rdma_reference_bytes_per_s = ndr->bw_bytes_per_s_per_dir * cal.Get("link_eff.infiniband");
+  if (const std::string why = hw.gpu.PrecisionProblem(job.training.precision); !why.empty())
+    return Status::BadInput(where("training.precision"), why);
   if (!hw.gpu.PeakFlops(job.training.precision))
     return Status::BadInput(where("training.precision"),
                             "GPU '" + hw.gpu.id + "' has no known dense " + ToString(job.training.precision) +
                                 " peak (data/gpus.csv says unknown or unsupported)");
+  if (!hw.gpu.mem_bw_bytes_per_s)
+    return Status::BadInput({hw.gpu.where.file, hw.gpu.where.line, "mem_bw_gb_per_s"},
+                            "GPU '" + hw.gpu.id + "' has no known memory bandwidth; the step estimate needs it");
   hw.k = ResolveConstants(hw.gpu, hw.intra, hw.inter, job.training.precision, cal);
   return hw;
 }

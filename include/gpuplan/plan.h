@@ -3,10 +3,12 @@
 
 #include <atomic>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "gpuplan/estimate.h"
+#include "gpuplan/reliability.h"
 
 namespace gpuplan {
 
@@ -14,64 +16,80 @@ enum class Tier { kSingleCard, kSingleNode, kMultiNode };  // the seeds' L1 / L2
 std::string ToString(Tier t);
 
 struct CostBreakdown {
-  double compute_usd = 0;
-  double storage_usd = 0;       // dataset + kept checkpoints for the run's duration
-  double requests_usd = 0;      // object-store PUT/GET fees
-  double subtotal_usd = 0;      // compute + storage + requests
+  double compute_usd = 0;       // price x nodes x wall-clock hours
+  double storage_usd = 0;       // dataset + kept checkpoints on the object store, for the wall-clock
+  double checkpoint_fs_usd = 0; // parallel FS capacity provisioned for checkpoint throughput
+  double requests_usd = 0;      // object-store PUT fees
+  double subtotal_usd = 0;      // compute + storage + checkpoint FS + requests
   double with_rerun_usd = 0;    // subtotal x rerun factor: what to budget
   bool price_known = true;
   std::string price_kind;       // on-demand | spot
   double price_per_node_hour = 0;
+  std::string price_date;       // the date of the price used (spot: spot_price_date)
 };
 
 struct StoragePlan {
-  std::string dataset_home;     // object store row id (or "unknown")
+  std::string dataset_home;     // object store row id (or "unknown ...")
   std::string shared_fs;        // parallel FS row id (or "none in catalog")
   std::string local_cache;      // "local NVMe x.x TB per node" or why not
   double dataset_bytes = 0;
-  double stage_time_s = -1;     // -1 = unknown throughput
-  double checkpoint_bytes = 0;
-  double checkpoint_write_s = -1;   // -1 = unknown throughput
-  std::string checkpoint_target;    // storage row the checkpoints are written to
-  double suggested_interval_min = 0;  // Young's sqrt(2 x write x MTBF); 0 = unknown
+  CheckpointSizes checkpoint;   // sizes by content (reliability.h R§2)
+  std::optional<CheckpointTarget> target;  // chosen checkpoint target; nullopt = none with a write rate
+  int64_t targets_compared = 0; // how many targets were priced for this plan
 };
+
+enum class CheckState { kOk, kWarn, kUnknown };
+std::string ToString(CheckState c);
 
 struct HostCheck {
   std::string name;
-  bool ok = true;
+  CheckState state = CheckState::kUnknown;
   std::string detail;
 };
 
 struct Plan {
   InstanceSpec instance;
   int64_t nodes = 0;
-  Job job;                      // the full layout (parallel, micro-batch, ...)
+  Job job;                      // the full layout (parallel, micro-batch, precision, offload, ...)
   StepEstimate estimate;
-  double memory_bytes = 0;      // peak per GPU
-  double time_to_train_s = 0;
+  double memory_bytes = 0;      // peak per GPU (predicted)
+  double memory_headroom = 0;   // the headroom the fit was judged with (fraction of capacity)
+  // Wall-clock (reliability.h R§5): time_s is what the user waits and what is ranked and priced.
+  double time_s = 0;
+  double train_s = 0;           // the steps alone
+  StartupBreakdown startup;
+  WallClock wall;
+  EventRates rates;
   CostBreakdown cost;
   Tier tier = Tier::kSingleCard;
   bool rdma_required = false;
-  double min_inter_node_gbps = 0;  // for exposed comm <= 20% of the step (0 = single node)
+  std::optional<double> min_inter_node_gbps;  // for exposed comm <= 20% of the step; nullopt = single node or unreachable
+  bool comm_share_unreachable = false;        // even 6.4 Tb/s per node keeps comm above 20%
   StoragePlan storage;
   std::vector<HostCheck> host;
-  // Reliability (docs/model/planner.md §6): failures expected over the run at the catalog failure
-  // rate, and the share of wall time that is useful work with the checkpoint interval used.
-  double expected_failures = 0;
-  double goodput = 1;
-  double lost_hours = 0;
+  std::vector<std::string> warnings;  // spot price implausibly low, spot capacity scarce, ...
   std::string bottleneck;
   std::string network;          // link id used between nodes
 };
 
+// A counted reason a candidate or a setup was dropped; `code` is stable for scripts.
+struct Rejection {
+  std::string code;
+  std::string reason;
+  int64_t count = 0;
+};
+
 struct PlanResult {
   std::vector<Plan> plans;      // best first by the objective
-  std::vector<Plan> pareto;     // time vs cost, non-dominated, fastest first
+  std::vector<Plan> pareto;     // wall-clock vs cost, non-dominated, fastest first
   int64_t considered = 0;       // candidates enumerated
   int64_t evaluated = 0;        // candidates that reached the estimator
-  std::map<std::string, int64_t> rejected;  // reason -> count
+  std::vector<Rejection> rejected;          // by code, then reason
   std::vector<std::string> notes;           // e.g. instances with unknown prices
   std::string relax;            // when nothing is feasible: which constraint to relax and by how much
+  std::string relax_code;       // no_instance | memory | deadline | budget | deadline_and_budget | "" (feasible)
+  double memory_headroom = 0;   // the headroom used, and where it came from
+  std::string memory_headroom_source;
   double wall_s = 0;
 };
 

@@ -377,8 +377,12 @@ StepEstimate EstimateStep(const Job& job, const HardwareContext& hw) {
   if (par.offload == Offload::kNone) {
     b.optimizer_s = opt_params * k.optimizer_bytes_per_param / (*hw.gpu.mem_bw_bytes_per_s * k.hbm_eff);
   } else {
-    // Gradients down and weights up over PCIe each step (CPU Adam itself is not modelled).
-    b.optimizer_s = opt_params * (gbytes + wbytes) / hw.host_bytes_per_s;
+    // C§5 offload: gradients down and weights up over PCIe, then CPU-Adam on the host's vCPUs
+    // (memory-bandwidth bound, cpu_adam_params_per_s_per_vcpu); unknown vCPUs -> the host minimum.
+    const double vcpus = job.cluster.cpu_cores_per_gpu > 0 ? static_cast<double>(job.cluster.cpu_cores_per_gpu)
+                                                           : hw.cal.Get("host_vcpus_per_gpu_min");
+    b.optimizer_s = opt_params * (gbytes + wbytes) / hw.host_bytes_per_s +
+                    opt_params / (vcpus * hw.cal.Get("cpu_adam_params_per_s_per_vcpu"));
   }
   b.overhead_s = k.step_fixed_s;
   const double pre_io = b.Total();

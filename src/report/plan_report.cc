@@ -8,6 +8,11 @@ namespace gpuplan {
 
 namespace {
 std::string F(const char* fmt, double v) { return FormatNumber(fmt, v); }
+std::string F(const char* fmt, double a, double b) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, fmt, a, b);
+  return buf;
+}
 std::string Hours(double s) { return F(s < 3600 * 48 ? "%.1f h" : "%.0f h", s / 3600); }
 std::string Usd(const CostBreakdown& c, double v) { return c.price_known ? F("$%.0f", v) : "unknown"; }
 std::string Layout(const Plan& p) {
@@ -22,11 +27,25 @@ std::string Layout(const Plan& p) {
   return s;
 }
 
+nlohmann::json OrNull(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
+
+nlohmann::json TargetJson(const Plan& p) {
+  if (!p.storage.target) return nullptr;
+  const CheckpointTarget& t = *p.storage.target;
+  return {{"id", t.id}, {"kind", t.kind}, {"write_bytes_per_s", t.write_bytes_per_s}, {"stall_s", t.stall_s},
+          {"durable_s", t.durable_s}, {"final_save_s", t.final_save_s},
+          {"provisioned_bytes", t.provisioned_bytes > 0 ? nlohmann::json(t.provisioned_bytes) : nlohmann::json(nullptr)},
+          {"usd_per_hour", OrNull(t.usd_per_hour)}, {"detail", t.detail}};
+}
+
 nlohmann::json PlanJson(const Plan& p) {
   const CostBreakdown& c = p.cost;
   nlohmann::json host = nlohmann::json::array();
-  for (const auto& h : p.host) host.push_back({{"check", h.name}, {"ok", h.ok}, {"detail", h.detail}});
+  for (const auto& h : p.host) host.push_back({{"check", h.name}, {"state", ToString(h.state)}, {"detail", h.detail}});
   const ParallelSpec& q = p.job.parallel;
+  const WallClock& w = p.wall;
+  auto usd = [&](double v) { return c.price_known ? nlohmann::json(v) : nlohmann::json(nullptr); };
+  const CheckpointSizes& cs = p.storage.checkpoint;
   return {
       {"instance", p.instance.id},
       {"provider", p.instance.provider},
@@ -34,8 +53,9 @@ nlohmann::json PlanJson(const Plan& p) {
       {"nodes", p.nodes},
       {"gpus", p.job.cluster.num_gpus},
       {"tier", ToString(p.tier)},
+      {"precision", ToString(p.job.training.precision)},
       {"parallel", {{"tp", q.tp}, {"pp", q.pp}, {"vpp", q.vpp}, {"dp", q.dp}, {"cp", q.cp}, {"zero", q.zero},
-                    {"sequence_parallel", q.sequence_parallel}}},
+                    {"sequence_parallel", q.sequence_parallel}, {"offload", ToString(q.offload)}}},
       {"micro_batch", p.job.training.micro_batch},
       {"grad_accum_steps", p.estimate.grad_accum},
       {"recompute", ToString(p.job.training.recompute)},
@@ -43,25 +63,47 @@ nlohmann::json PlanJson(const Plan& p) {
       {"tokens_per_s", p.estimate.tokens_per_s},
       {"mfu", p.estimate.mfu},
       {"memory_per_gpu_bytes", p.memory_bytes},
-      {"time_to_train_s", p.time_to_train_s},
-      {"gpu_hours", p.time_to_train_s * p.job.cluster.num_gpus / 3600},
-      {"cost_usd", c.price_known ? nlohmann::json(c.with_rerun_usd) : nlohmann::json(nullptr)},
+      {"memory_headroom", p.memory_headroom},
+      {"time_s", p.time_s},
+      {"train_s", p.train_s},
+      {"startup_s", p.startup.Total()},
+      {"checkpoint_stall_s", w.checkpoint_stall_s},
+      {"expected_lost_s", w.expected_lost_s},
+      {"final_save_s", w.final_save_s},
+      {"goodput", w.goodput},
+      {"startup", {{"provision_s", p.startup.provision_s}, {"image_pull_s", p.startup.image_pull_s},
+                   {"weights_s", p.startup.weights_s}, {"dataset_s", p.startup.dataset_s}}},
+      {"gpu_hours", p.time_s * static_cast<double>(p.job.cluster.num_gpus) / 3600},
+      {"cost_usd", usd(c.with_rerun_usd)},
       {"cost_breakdown",
-       {{"price_kind", c.price_kind}, {"price_per_node_hour", c.price_known ? nlohmann::json(c.price_per_node_hour) : nlohmann::json(nullptr)},
-        {"compute_usd", c.compute_usd}, {"storage_usd", c.storage_usd}, {"requests_usd", c.requests_usd},
-        {"subtotal_usd", c.subtotal_usd}, {"with_rerun_usd", c.with_rerun_usd}, {"price_known", c.price_known},
-        {"price_date", p.instance.price_date}}},
-      {"network", {{"link", p.network}, {"rdma_required", p.rdma_required}, {"min_inter_node_gbps", p.min_inter_node_gbps}}},
+       {{"price_kind", c.price_kind}, {"price_per_node_hour", usd(c.price_per_node_hour)},
+        {"compute_usd", usd(c.compute_usd)}, {"storage_usd", c.storage_usd}, {"checkpoint_fs_usd", c.checkpoint_fs_usd},
+        {"requests_usd", c.requests_usd}, {"subtotal_usd", usd(c.subtotal_usd)}, {"with_rerun_usd", usd(c.with_rerun_usd)},
+        {"price_known", c.price_known}, {"price_date", c.price_date}}},
+      {"network", {{"link", p.network}, {"rdma_required", p.nodes > 1 ? nlohmann::json(p.rdma_required) : nlohmann::json(nullptr)},
+                   {"min_inter_node_gbps", OrNull(p.min_inter_node_gbps)}, {"comm_share_unreachable", p.comm_share_unreachable}}},
       {"storage",
        {{"dataset_home", p.storage.dataset_home}, {"shared_fs", p.storage.shared_fs}, {"local_cache", p.storage.local_cache},
-        {"dataset_bytes", p.storage.dataset_bytes}, {"stage_time_s", p.storage.stage_time_s}}},
+        {"dataset_bytes", p.storage.dataset_bytes}}},
       {"checkpoint",
-       {{"bytes", p.storage.checkpoint_bytes}, {"write_s", p.storage.checkpoint_write_s}, {"target", p.storage.checkpoint_target},
-        {"suggested_interval_min", p.storage.suggested_interval_min}}},
+       {{"full_state_bytes", cs.full_state_bytes}, {"weights_only_bytes", cs.weights_only_bytes},
+        {"intermediate_bytes", cs.intermediate_bytes}, {"final_bytes", cs.final_bytes}, {"final_content", cs.final_content},
+        {"interval_s", w.checkpoints > 0 ? nlohmann::json(w.interval_s) : nlohmann::json(nullptr)}, {"checkpoints", w.checkpoints},
+        {"targets_compared", p.storage.targets_compared}, {"target", TargetJson(p)}}},
       {"host_checks", host},
-      {"reliability", {{"expected_failures", p.expected_failures}, {"goodput", p.goodput}, {"lost_hours", p.lost_hours}}},
+      {"reliability",
+       {{"expected_failures", w.expected_failures}, {"expected_interruptions", w.expected_interruptions},
+        {"failures_per_hour", p.rates.failures_per_s * 3600}, {"interruptions_per_node_hour", p.rates.interruptions_per_node_hour},
+        {"interruption_rate_source", p.rates.interruption_source.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.rates.interruption_source)},
+        {"converges", w.converges}}},
+      {"warnings", p.warnings},
       {"bottleneck", p.bottleneck},
   };
+}
+nlohmann::json Rejected(const PlanResult& r) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& x : r.rejected) out.push_back({{"code", x.code}, {"reason", x.reason}, {"count", x.count}});
+  return out;
 }
 }  // namespace
 
@@ -77,24 +119,83 @@ nlohmann::json PlanToJson(const PlanResult& r, const Job& job) {
                            {"rerun_factor", c.rerun_factor}};
   return {{"version", kVersion}, {"schema", kJsonSchemaVersion}, {"model_fingerprint", ModelFingerprint()},
           {"inputs", inputs}, {"plans", plans},
-          {"pareto", pareto}, {"considered", r.considered}, {"evaluated", r.evaluated}, {"rejected", r.rejected},
-          {"notes", r.notes}, {"relax", r.relax.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.relax)},
+          {"pareto", pareto}, {"considered", r.considered}, {"evaluated", r.evaluated}, {"rejected", Rejected(r)},
+          {"notes", r.notes}, {"relax", r.relax.empty() ? nlohmann::json(nullptr) : nlohmann::json({{"code", r.relax_code}, {"message", r.relax}})},
+          {"memory_headroom", {{"fraction", r.memory_headroom}, {"source", r.memory_headroom_source}}},
           {"wall_s", r.wall_s}};
 }
+
+namespace {
+std::string Price(const CostBreakdown& c) {
+  return c.price_kind + F(" $%.2f/node-h", c.price_per_node_hour) + ", price date " +
+         (c.price_date.empty() ? std::string("undated") : c.price_date);
+}
+
+std::string TimeLine(const Plan& p) {
+  const WallClock& w = p.wall;
+  return Hours(p.time_s) + " wall-clock = start-up " + F("%.2f h", p.startup.Total() / 3600) + " + training " +
+         F("%.2f h", p.train_s / 3600) + " + checkpoint stalls " + F("%.2f h", w.checkpoint_stall_s / 3600) +
+         " + expected lost work and restarts " + F("%.2f h", w.expected_lost_s / 3600) + " + final save " +
+         F("%.2f h", w.final_save_s / 3600) + F("; goodput %.1f%%", 100 * w.goodput) +
+         F("; %.0f GPU-hours", p.time_s * static_cast<double>(p.job.cluster.num_gpus) / 3600) +
+         F(", step %.2f s, MFU %.1f%%", p.estimate.step_time_s, 100 * p.estimate.mfu);
+}
+
+std::string StartupLine(const Plan& p) {
+  const StartupBreakdown& s = p.startup;
+  return F("%.0f s provisioning + %.0f s image pull", s.provision_s, s.image_pull_s) + F(" + %.0f s base weights", s.weights_s) +
+         F(" + %.0f s dataset staging (per node, in parallel)", s.dataset_s);
+}
+
+std::string CheckpointLine(const Plan& p) {
+  const CheckpointSizes& cs = p.storage.checkpoint;
+  const WallClock& w = p.wall;
+  std::string s = F("%.1f GB resumable state each", cs.intermediate_bytes / 1e9);
+  if (!p.storage.target) return s + "; no target with a known write rate: none written, a failure restarts from the start";
+  const CheckpointTarget& t = *p.storage.target;
+  s += " to " + t.id + " (" + t.detail + ")";
+  s += F(", %.0f s stall, durable after %.0f s", t.stall_s, t.durable_s);
+  if (w.checkpoints > 0) s += F("; every %.0f min (%.0f checkpoints", w.interval_s / 60, static_cast<double>(w.checkpoints)) +
+                              (p.job.IsSet("training.checkpoint_interval_min") ? ", pinned interval)" : ", Young's interval from the failure + interruption rate)");
+  else s += "; the run is shorter than the Young interval: no periodic checkpoint";
+  s += "; final save " + cs.final_content + F(" %.1f GB in %.0f s", cs.final_bytes / 1e9, t.final_save_s);
+  s += F("; best of %.0f targets", static_cast<double>(p.storage.targets_compared));
+  if (t.usd_per_hour && *t.usd_per_hour > 0) s += F(", capacity $%.2f/h", *t.usd_per_hour);
+  else if (!t.usd_per_hour) s += ", capacity price unknown";
+  return s;
+}
+
+std::string ReliabilityLine(const Plan& p) {
+  std::string s = F("%.2f failures expected (Llama 3 rate, %.2g per GPU-hour)", p.wall.expected_failures,
+                    p.rates.failures_per_s * 3600 / static_cast<double>(p.job.cluster.num_gpus));
+  if (p.cost.price_kind == "spot")
+    s += F("; %.2f spot interruptions expected (%.2g per node-hour, ", p.wall.expected_interruptions, p.rates.interruptions_per_node_hour) +
+         p.rates.interruption_source + ")";
+  if (!p.wall.converges) s += "; losses outrun progress at this rate";
+  return s;
+}
+
+const char* kLegend =
+    "legend: tpN tensor parallel; ppN pipeline stages, ppNxV = V interleaved virtual stages per rank; dpN data parallel; "
+    "cpN context parallel; zN ZeRO stage (z3 = FSDP full shard); offload:optimizer = ZeRO-Offload, optimizer+params = ZeRO-Infinity; "
+    "mb x accum = micro-batch x gradient-accumulation steps; time = wall-clock (start-up, training, checkpoint stalls, expected lost work "
+    "and restarts, final save); cost = wall-clock x price x nodes + storage, x rerun factor; objective balanced = wall-clock x cost\n";
+}  // namespace
 
 std::string PlanToText(const PlanResult& r, const Job& job, bool md) {
   std::string out;
   char buf[600];
-  std::snprintf(buf, sizeof buf, "%s%s, %s, %s tokens at seq %lld, global batch %lld; objective %s%s\n",
+  std::snprintf(buf, sizeof buf, "%s%s, %s, %s tokens at seq %lld, global batch %lld; objective %s\n",
                 md ? "## Plan for " : "plan for ", job.arch.name.c_str(), ToString(job.training.method).c_str(),
                 FormatCount(job.training.tokens).c_str(), static_cast<long long>(job.training.seq_len),
-                static_cast<long long>(job.training.global_batch), ToString(job.constraints.objective).c_str(), md ? "" : "");
+                static_cast<long long>(job.training.global_batch), ToString(job.constraints.objective).c_str());
   out += buf;
-  std::snprintf(buf, sizeof buf, "searched %lld candidates (%lld estimated) in %.2f s\n\n", static_cast<long long>(r.considered),
-                static_cast<long long>(r.evaluated), r.wall_s);
+  std::snprintf(buf, sizeof buf, "searched %lld candidates (%lld estimated) in %.2f s; memory headroom %.1f%% (%s)\n\n",
+                static_cast<long long>(r.considered), static_cast<long long>(r.evaluated), r.wall_s, 100 * r.memory_headroom,
+                r.memory_headroom_source.c_str());
   out += buf;
   if (r.plans.empty()) {
-    out += "no plan meets the constraints: " + r.relax + "\n";
+    out += "no plan meets the constraints [" + r.relax_code + "]: " + r.relax + "\n";
   } else {
     std::vector<std::vector<std::string>> rows;
     int rank = 1;
@@ -102,9 +203,12 @@ std::string PlanToText(const PlanResult& r, const Job& job, bool md) {
       rows.push_back({std::to_string(rank++), p.instance.id + (p.cost.price_kind == "spot" ? " (spot)" : ""),
                       std::to_string(p.nodes), std::to_string(p.job.cluster.num_gpus), Layout(p),
                       std::to_string(p.job.training.micro_batch) + "x" + std::to_string(p.estimate.grad_accum),
-                      ToString(p.job.training.recompute), F("%.1f", p.memory_bytes / (1024.0 * 1024 * 1024)),
-                      F("%.1f%%", 100 * p.estimate.mfu), Hours(p.time_to_train_s), Usd(p.cost, p.cost.with_rerun_usd)});
-    out += RenderTable({"#", "instance", "nodes", "GPUs", "layout", "mb x accum", "recompute", "mem GiB", "MFU", "time", "cost (x rerun)"}, rows, md);
+                      ToString(p.job.training.recompute), ToString(p.job.training.precision),
+                      F("%.1f", p.memory_bytes / (1024.0 * 1024 * 1024)), F("%.1f%%", 100 * p.estimate.mfu), Hours(p.time_s),
+                      F("%.0f%%", 100 * p.wall.goodput), Usd(p.cost, p.cost.with_rerun_usd)});
+    out += RenderTable({"#", "instance", "nodes", "GPUs", "layout", "mb x accum", "recompute", "prec", "mem GiB", "MFU", "time",
+                        "goodput", "cost (x rerun)"},
+                       rows, md);
     const Plan& p = r.plans.front();
     const CostBreakdown& c = p.cost;
     out += md ? "\n### Recommended setup\n\n" : "\nrecommended setup\n-----------------\n";
@@ -114,55 +218,49 @@ std::string PlanToText(const PlanResult& r, const Job& job, bool md) {
                          p.instance.gpu_id + " per node, " + p.job.cluster.intra_node + " inside)");
     line("layout", Layout(p) + (p.job.parallel.sequence_parallel ? " + sequence parallel" : "") + ", micro-batch " +
                        std::to_string(p.job.training.micro_batch) + " x " + std::to_string(p.estimate.grad_accum) +
-                       " accumulation, recompute " + ToString(p.job.training.recompute));
+                       " accumulation, recompute " + ToString(p.job.training.recompute) + ", " + ToString(p.job.training.precision));
     if (p.nodes > 1) {
       std::string net = p.network + (p.rdma_required ? " — RDMA required" : " — RDMA not required");
-      if (p.min_inter_node_gbps > 0) net += F(", needs >= %.0f Gb/s per node to keep communication under 20%% of the step", p.min_inter_node_gbps);
-      else if (p.min_inter_node_gbps < 0) net += ", communication stays above 20% of the step at any bandwidth";
+      if (p.min_inter_node_gbps) net += F(", needs >= %.0f Gb/s per node to keep communication under 20%% of the step", *p.min_inter_node_gbps);
+      else if (p.comm_share_unreachable) net += ", communication stays above 20% of the step at any bandwidth";
       line("network", net);
     } else {
       line("network", "single node: no inter-node network needed");
     }
     std::string host;
-    for (const auto& h : p.host) host += (host.empty() ? "" : "; ") + std::string(h.ok ? "ok " : "WARN ") + h.name + ": " + h.detail;
+    for (const auto& h : p.host) host += (host.empty() ? "" : "; ") + ToString(h.state) + " " + h.name + ": " + h.detail;
     line("host", host);
-    line("storage", "dataset (" + F("%.2f TB", p.storage.dataset_bytes / 1e12) + ") in " + p.storage.dataset_home +
-                        (p.storage.stage_time_s > 0 ? ", staged in " + Hours(p.storage.stage_time_s) : ", staging time unknown") +
-                        " to " + p.storage.local_cache + "; shared FS: " + p.storage.shared_fs);
-    line("checkpoints", F("%.1f GB each", p.storage.checkpoint_bytes / 1e9) +
-                            (p.storage.checkpoint_write_s > 0
-                                 ? " to " + p.storage.checkpoint_target + ", " + F("%.0f s to write", p.storage.checkpoint_write_s) +
-                                       F(", suggested every %.0f min (Young's formula, Llama 3 failure rate)", p.storage.suggested_interval_min)
-                                 : ", write time unknown (no storage throughput for this provider in the catalog): no interval suggested"));
-    line("time", Hours(p.time_to_train_s) + F(", %.0f GPU-hours", p.time_to_train_s * p.job.cluster.num_gpus / 3600) +
-                     F(", step %.2f s", p.estimate.step_time_s) + F(", MFU %.1f%%", 100 * p.estimate.mfu));
-    line("reliability", F("%.2f failures expected over the run", p.expected_failures) +
-                            F(" (Llama 3 rate); goodput %.1f%%", 100 * p.goodput) +
-                            F(", about %.1f h lost to checkpoints, lost work and restarts", p.lost_hours) +
-                            (p.cost.price_kind == "spot" ? "; spot interruptions are not priced (rates unknown)" : ""));
+    line("storage", "dataset (" + F("%.2f TB", p.storage.dataset_bytes / 1e12) + ") in " + p.storage.dataset_home + ", staged to " +
+                        p.storage.local_cache + "; shared FS: " + p.storage.shared_fs);
+    line("start-up", StartupLine(p));
+    line("checkpoints", CheckpointLine(p));
+    line("time", TimeLine(p));
+    line("reliability", ReliabilityLine(p));
     if (c.price_known) {
-      std::snprintf(buf, sizeof buf, "compute $%.0f (%s $%.2f/node-h, price date %s) + storage $%.0f + requests $%.0f = $%.0f; x%.2f rerun/debug factor = $%.0f to budget",
-                    c.compute_usd, c.price_kind.c_str(), c.price_per_node_hour, p.instance.price_date.c_str(), c.storage_usd,
-                    c.requests_usd, c.subtotal_usd, job.constraints.rerun_factor, c.with_rerun_usd);
+      std::snprintf(buf, sizeof buf, "compute $%.0f (%s, %s) + storage $%.0f + checkpoint FS $%.0f + requests $%.0f = $%.0f; x%.2f rerun/debug factor = $%.0f to budget",
+                    c.compute_usd, Hours(p.time_s).c_str(), Price(c).c_str(), c.storage_usd, c.checkpoint_fs_usd, c.requests_usd,
+                    c.subtotal_usd, job.constraints.rerun_factor, c.with_rerun_usd);
       line("cost", buf);
     } else {
       line("cost", "unknown: the catalog has no price for " + p.instance.id + " (add one with --catalog)");
     }
+    for (const auto& w : p.warnings) line("warning", w);
     line("bottleneck", p.bottleneck);
   }
   if (!r.pareto.empty()) {
-    out += md ? "\n### Pareto front (time vs cost)\n\n" : "\npareto front (time vs cost)\n";
+    out += md ? "\n### Pareto front (wall-clock vs cost)\n\n" : "\npareto front (wall-clock vs cost)\n";
     std::vector<std::vector<std::string>> rows;
     for (const auto& p : r.pareto)
       rows.push_back({p.instance.id + (p.cost.price_kind == "spot" ? " (spot)" : ""), std::to_string(p.job.cluster.num_gpus),
-                      Layout(p), Hours(p.time_to_train_s), Usd(p.cost, p.cost.with_rerun_usd)});
+                      Layout(p), Hours(p.time_s), Usd(p.cost, p.cost.with_rerun_usd)});
     out += RenderTable({"instance", "GPUs", "layout", "time", "cost"}, rows, md);
   }
   out += md ? "\n### Rejected candidates\n\n" : "\nrejected, by reason\n";
   std::vector<std::vector<std::string>> rows;
-  for (const auto& [k, v] : r.rejected) rows.push_back({k, std::to_string(v)});
-  out += RenderTable({"reason", "count"}, rows, md);
+  for (const auto& x : r.rejected) rows.push_back({x.code, x.reason, std::to_string(x.count)});
+  out += RenderTable({"code", "reason", "count"}, rows, md);
   for (const auto& n : r.notes) out += "note: " + n + "\n";
+  out += "\n" + std::string(kLegend);
   return out;
 }
 

@@ -251,12 +251,14 @@ TEST(Cli, PlanReportsAndJson) {
   ASSERT_EQ(r.exit_code, 0) << r.out;
   auto j = nlohmann::json::parse(r.out);
   ASSERT_FALSE(j["plans"].empty());
-  for (const char* k : {"instance", "nodes", "gpus", "parallel", "micro_batch", "step_time_s", "time_to_train_s", "cost_usd",
+  for (const char* k : {"instance", "nodes", "gpus", "parallel", "micro_batch", "step_time_s", "time_s", "train_s", "startup_s",
+                        "checkpoint_stall_s", "expected_lost_s", "goodput", "cost_usd",
                         "cost_breakdown", "tier", "network", "storage", "checkpoint", "bottleneck"})
     EXPECT_TRUE(j["plans"][0].contains(k)) << k;
   EXPECT_TRUE(j.contains("pareto"));
   EXPECT_GT(j["considered"].get<int64_t>(), 0);
-  EXPECT_TRUE(j["rejected"].is_object());
+  ASSERT_TRUE(j["rejected"].is_array());
+  for (const auto& x : j["rejected"]) EXPECT_TRUE(x.contains("code") && x.contains("reason") && x.contains("count"));
   Proc md = Exec("plan " + job + " --format md");
   ASSERT_EQ(md.exit_code, 0);
   EXPECT_NE(md.out.find("### Recommended setup"), std::string::npos);

@@ -22,7 +22,7 @@ Job RandomJob(std::mt19937_64& rng) {
                            "}\ntraining: {method: " + pick({"full", "lora"}) + ", seq_len: " + pick({"1024", "2048", "4096"}) +
                            ", global_batch: " + pick({"64", "128", "256"}) + ", tokens: " + pick({"1e8", "1e9", "5e9"}) +
                            "}\nconstraints: {max_gpus: " + pick({"8", "32", "64"}) + ", objective: " + pick({"time", "cost", "balanced"}) +
-                           ", deadline_hours: " + pick({"5", "24", "200"}) + ", budget_usd: " + pick({"300", "2000", "50000"}) + "}\n";
+                           ", deadline_hours: " + pick({"5", "24", "200"}) + ", budget_usd: " + pick({"300", "2000", "50000"}) + ", spot: " + pick({"no", "allowed"}) + "}\n";
   auto j = ParseJobText(yaml, "random.yaml");
   EXPECT_TRUE(j.ok()) << yaml << j.status().ToString();
   return *j;
@@ -45,11 +45,18 @@ TEST(PlanProperty, NoPlanViolatesAConstraint) {
     for (const auto* list : {&r->plans, &r->pareto})
       for (const auto& p : *list) {
         EXPECT_LE(p.job.cluster.num_gpus, c.max_gpus) << "seed " << seed;
-        EXPECT_LE(p.time_to_train_s, c.deadline_hours * 3600 * (1 + 1e-9)) << "seed " << seed;
+        EXPECT_LE(p.time_s, c.deadline_hours * 3600 * (1 + 1e-9)) << "seed " << seed;
         EXPECT_TRUE(p.cost.price_known) << "budget set: unknown prices are excluded";
         // The budget bounds the whole bill (compute + storage + requests) times the rerun factor.
         EXPECT_LE(p.cost.with_rerun_usd, c.budget_usd * (1 + 1e-6)) << "seed " << seed;
         EXPECT_LE(p.job.parallel.tp, p.instance.gpu_count);
+        // Wall-clock is the time: it covers start-up and the steps, goodput is their ratio, and the
+        // compute bill is price x nodes x wall-clock.
+        EXPECT_GE(p.time_s, (p.train_s + p.startup.Total()) * (1 - 1e-12)) << "seed " << seed;
+        EXPECT_NEAR(p.wall.goodput, p.train_s / p.time_s, 1e-12) << "seed " << seed;
+        EXPECT_NEAR(p.cost.compute_usd, p.cost.price_per_node_hour * static_cast<double>(p.nodes) * p.time_s / 3600,
+                    1e-9 * p.cost.compute_usd) << "seed " << seed;
+        EXPECT_NEAR(p.cost.with_rerun_usd, p.cost.subtotal_usd * c.rerun_factor, 1e-9 * p.cost.subtotal_usd);
         EXPECT_LE(p.memory_bytes, p.instance.gpu_count > 0 ? 1e30 : 0);
       }
   }
@@ -68,9 +75,9 @@ TEST(PlanProperty, ParetoFrontIsNonDominated) {
     for (size_t a = 0; a < f.size(); ++a)
       for (size_t b = 0; b < f.size(); ++b) {
         if (a == b) continue;
-        const bool dominates = f[b].time_to_train_s <= f[a].time_to_train_s &&
+        const bool dominates = f[b].time_s <= f[a].time_s &&
                                f[b].cost.with_rerun_usd <= f[a].cost.with_rerun_usd &&
-                               (f[b].time_to_train_s < f[a].time_to_train_s || f[b].cost.with_rerun_usd < f[a].cost.with_rerun_usd);
+                               (f[b].time_s < f[a].time_s || f[b].cost.with_rerun_usd < f[a].cost.with_rerun_usd);
         EXPECT_FALSE(dominates) << "seed " << seed << ": pareto[" << b << "] dominates pareto[" << a << "]";
       }
   }
@@ -88,7 +95,7 @@ TEST(PlanProperty, MoreBudgetNeverMakesTheBestTimeWorse) {
       j.constraints.budget_usd = budget;
       auto r = PlanJob(j, Cat(), Calibration::Builtin());
       ASSERT_TRUE(r.ok());
-      const double best = r->plans.empty() ? 1e300 : r->plans.front().time_to_train_s;
+      const double best = r->plans.empty() ? 1e300 : r->plans.front().time_s;
       EXPECT_LE(best, prev * (1 + 1e-12)) << "seed " << seed << " budget " << budget;
       prev = best;
     }

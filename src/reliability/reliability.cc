@@ -1,0 +1,219 @@
+// Failures, spot interruptions, checkpoint targets, start-up and the wall-clock
+// (docs/model/reliability.md R§1-R§5 mirror this file).
+#include "gpuplan/reliability.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace gpuplan {
+
+namespace {
+constexpr double kSecondsPerHour = 3600, kHoursPerMonth = 720, kTiB = 1024.0 * 1024 * 1024 * 1024;
+
+std::string Fmt(const char* f, double a, double b = 0, double c = 0) {
+  char buf[200];
+  std::snprintf(buf, sizeof buf, f, a, b, c);
+  return buf;
+}
+
+// The aggregate write rate of a row for a job on `nodes` nodes (R§3): per-node rows scale with the
+// nodes writing their shards in parallel (multipart uploads), per-TiB rows with provisioned
+// capacity, anything else is the row's figure.
+double AggregateWrite(const StorageSpec& s, int64_t nodes, double provisioned_bytes) {
+  const double w = s.write_bytes_per_s.value_or(0);
+  if (s.throughput_scope == "per-node") return w * static_cast<double>(nodes);
+  if (s.throughput_scope == "per-TiB") return w * provisioned_bytes / kTiB;
+  return w;
+}
+
+const StorageSpec* ObjectStore(const Catalog& cat, const std::string& provider) {
+  for (const auto& s : cat.storage)
+    if (s.provider == provider && s.tier == "object" && s.write_bytes_per_s) return &s;
+  return nullptr;
+}
+
+// Stall and durability of a synchronous or asynchronous write (R§3): async snapshots to host
+// memory first (each GPU its shard over its host link), then writes in the background.
+void Timing(CheckpointTarget& t, double bytes, const CheckpointTargetInputs& in) {
+  const double write_s = bytes / t.write_bytes_per_s;
+  const double snapshot_s = in.host_bytes_per_s > 0 ? bytes / static_cast<double>(in.gpus) / in.host_bytes_per_s : write_s;
+  t.stall_s = in.async ? std::min(snapshot_s, write_s) : write_s;
+  t.durable_s = in.async ? snapshot_s + write_s : write_s;
+}
+
+// Parallel-FS capacities tried for a per-TiB row: the minimum that holds the kept checkpoints,
+// then doublings (throughput is bought with capacity).
+std::vector<double> FsCapacities(const StorageSpec& s, double kept_bytes, const Calibration& cal) {
+  const double step = cal.Get("parallel_fs_capacity_step_bytes");
+  const double min = std::max(step, std::ceil(kept_bytes / step) * step);
+  // Without a capacity price, more capacity would look free: only the minimum is offered.
+  if (s.throughput_scope != "per-TiB") return {0};
+  if (!s.usd_per_gb_month) return {min};
+  std::vector<double> out;
+  const int doublings = static_cast<int>(cal.Get("parallel_fs_capacity_doublings"));
+  for (int i = 0; i <= doublings; ++i) out.push_back(min * std::pow(2.0, i));
+  return out;
+}
+
+void AddParallelFs(const StorageSpec& s, const CheckpointSizes& sz, const CheckpointTargetInputs& in, const Calibration& cal,
+                   std::vector<CheckpointTarget>& out) {
+  const double kept = cal.Get("checkpoints_kept") * sz.intermediate_bytes;
+  for (double cap : FsCapacities(s, kept, cal)) {
+    CheckpointTarget t;
+    t.id = s.id;
+    t.kind = "parallel-fs";
+    t.provisioned_bytes = cap;
+    t.write_bytes_per_s = AggregateWrite(s, in.nodes, cap);
+    if (t.write_bytes_per_s <= 0) continue;
+    if (s.usd_per_gb_month) t.usd_per_hour = cap / 1e9 * *s.usd_per_gb_month / kHoursPerMonth;
+    Timing(t, sz.intermediate_bytes, in);
+    t.final_save_s = sz.final_bytes / t.write_bytes_per_s;
+    t.detail = cap > 0 ? Fmt("%.1f TiB provisioned x %.0f MB/s per TiB", cap / kTiB, *s.write_bytes_per_s / 1e6)
+                       : Fmt("%.0f MB/s for the file system", t.write_bytes_per_s / 1e6);
+    out.push_back(t);
+  }
+}
+
+void AddObject(const StorageSpec& s, const CheckpointSizes& sz, const CheckpointTargetInputs& in, std::vector<CheckpointTarget>& out) {
+  CheckpointTarget t;
+  t.id = s.id;
+  t.kind = "object";
+  t.write_bytes_per_s = AggregateWrite(s, in.nodes, 0);
+  if (t.write_bytes_per_s <= 0) return;
+  Timing(t, sz.intermediate_bytes, in);
+  t.final_save_s = sz.final_bytes / t.write_bytes_per_s;
+  t.usd_per_hour = 0.0;  // capacity is billed per GB-month with the dataset (planner §4)
+  t.detail = s.throughput_scope == "per-node"
+                 ? Fmt("multipart from %.0f nodes x %.0f MB/s", static_cast<double>(in.nodes), *s.write_bytes_per_s / 1e6)
+                 : Fmt("%.0f MB/s", t.write_bytes_per_s / 1e6);
+  out.push_back(t);
+}
+
+// Local NVMe first (each node its shard), uploaded to the object store in the background: the
+// stall is the local write, durability waits for the upload (R§3).
+void AddLocalThenUpload(const StorageSpec* obj, const CheckpointSizes& sz, const CheckpointTargetInputs& in,
+                        const Calibration& cal, std::vector<CheckpointTarget>& out) {
+  if (!obj || !in.local_nvme_bytes) return;
+  const double per_node = sz.intermediate_bytes / static_cast<double>(in.nodes);
+  if (per_node * 2 > *in.local_nvme_bytes) return;  // keeps the one being uploaded and the next
+  CheckpointTarget t;
+  t.kind = "local-nvme+upload";
+  t.id = "local NVMe -> " + obj->id;
+  const double local_bw = cal.Get("local_nvme_write_bytes_per_s_per_node") * static_cast<double>(in.nodes);
+  const double upload_bw = AggregateWrite(*obj, in.nodes, 0);
+  if (upload_bw <= 0) return;
+  t.write_bytes_per_s = local_bw;
+  t.stall_s = sz.intermediate_bytes / local_bw;
+  t.durable_s = t.stall_s + sz.intermediate_bytes / upload_bw;
+  t.final_save_s = sz.final_bytes / upload_bw;  // the final save must reach durable storage
+  t.usd_per_hour = 0.0;
+  t.detail = Fmt("%.1f GB/s local per node, then %.0f MB/s upload", local_bw / static_cast<double>(in.nodes) / 1e9, upload_bw / 1e6);
+  out.push_back(t);
+}
+// A target no better on stall, durability, final save and price than another, and worse on one,
+// can never be the best choice: dropped before the search prices each layout with each target.
+bool Dominates(const CheckpointTarget& a, const CheckpointTarget& b) {
+  if (!a.usd_per_hour || !b.usd_per_hour) return false;
+  const bool no_worse = a.stall_s <= b.stall_s && a.durable_s <= b.durable_s && a.final_save_s <= b.final_save_s &&
+                        *a.usd_per_hour <= *b.usd_per_hour;
+  const bool better = a.stall_s < b.stall_s || a.durable_s < b.durable_s || a.final_save_s < b.final_save_s ||
+                      *a.usd_per_hour < *b.usd_per_hour;
+  return no_worse && better;
+}
+
+std::vector<CheckpointTarget> Undominated(const std::vector<CheckpointTarget>& all) {
+  std::vector<CheckpointTarget> out;
+  for (const auto& t : all)
+    if (std::none_of(all.begin(), all.end(), [&](const CheckpointTarget& o) { return Dominates(o, t); })) out.push_back(t);
+  return out;
+}
+}  // namespace
+
+std::vector<CheckpointTarget> CheckpointTargets(const CheckpointSizes& sz, const CheckpointTargetInputs& in,
+                                                const Catalog& catalog, const Calibration& cal) {
+  std::vector<CheckpointTarget> out;
+  if (!in.pinned_storage.empty()) {
+    auto pinned = catalog.FindStorage(in.pinned_storage);
+    if (pinned.ok() && (pinned->provider == in.provider || pinned->provider.empty())) {
+      if (pinned->tier == "parallel-fs") AddParallelFs(*pinned, sz, in, cal, out);
+      else if (pinned->tier == "local-nvme") AddLocalThenUpload(ObjectStore(catalog, in.provider), sz, in, cal, out);
+      else AddObject(*pinned, sz, in, out);
+      for (auto& t : out) t.kind = "pinned " + t.kind;
+      return out;  // a pinned row without a write rate leaves no target: the caller says so
+    }
+  }
+  const StorageSpec* obj = ObjectStore(catalog, in.provider);
+  AddLocalThenUpload(obj, sz, in, cal, out);
+  for (const auto& s : catalog.storage) {
+    if (s.provider != in.provider || !s.write_bytes_per_s) continue;
+    if (s.tier == "parallel-fs") AddParallelFs(s, sz, in, cal, out);
+    else if (s.tier == "object") AddObject(s, sz, in, out);
+  }
+  return Undominated(out);
+}
+
+EventRates LookupEventRates(const std::string& provider, const std::string& gpu_family, bool spot, int64_t gpus,
+                            int64_t nodes, double startup_restart_s, const Calibration& cal) {
+  EventRates r;
+  r.failures_per_s = cal.Get("gpu_failure_rate_per_gpu_day") * static_cast<double>(gpus) / 86400;
+  r.failure_restart_s = cal.Get("restart_overhead_s");
+  if (!spot) return r;
+  // Most specific key first: provider + GPU family, provider, then the default.
+  for (const std::string& key : {"spot_interruptions_per_node_hour." + provider + "." + gpu_family,
+                                 "spot_interruptions_per_node_hour." + provider, std::string("spot_interruptions_per_node_hour.default")}) {
+    if (!cal.Has(key)) continue;
+    r.interruptions_per_node_hour = cal.Get(key);
+    r.interruption_source = key;
+    break;
+  }
+  r.interruptions_per_s = r.interruptions_per_node_hour * static_cast<double>(nodes) / kSecondsPerHour;
+  r.interruption_restart_s = startup_restart_s;
+  return r;
+}
+
+// R§5: Young (1974) interval sqrt(2·C·M) from the stall C and the MTBF M of all events, capped
+// at the run; Daly (2006) first-order wall-clock W = (T + n·C) / (1 − Σλ_k (R_k + τ/2 + D)) with
+// D the time until a checkpoint is durable.
+WallClock ComputeWallClock(const WallClockInputs& in) {
+  WallClock w;
+  w.train_s = in.train_s;
+  w.startup_s = in.startup_s;
+  w.final_save_s = in.final_save_s;
+  const double lambda = in.rates.failures_per_s + in.rates.interruptions_per_s;
+  double tau = in.train_s;
+  if (in.pinned_interval_s > 0) tau = in.pinned_interval_s;
+  else if (lambda > 0 && in.stall_s > 0) tau = std::sqrt(2 * in.stall_s / lambda);
+  tau = std::max(1.0, std::min(tau, in.train_s));
+  w.interval_s = tau;
+  w.checkpoints = std::max<int64_t>(0, static_cast<int64_t>(std::ceil(in.train_s / tau - 1e-9)) - 1);
+  w.checkpoint_stall_s = static_cast<double>(w.checkpoints) * in.stall_s;
+  const double per_event_lost = tau / 2 + in.durable_s;
+  const double loss_rate = in.rates.failures_per_s * (in.rates.failure_restart_s + per_event_lost) +
+                           in.rates.interruptions_per_s * (in.rates.interruption_restart_s + per_event_lost);
+  const double useful = in.train_s + w.checkpoint_stall_s;
+  if (loss_rate >= 0.5) {  // half of every hour lost: the first-order model no longer holds
+    w.converges = false;
+    w.expected_lost_s = useful;  // reported as at least doubling the run
+  } else {
+    w.expected_lost_s = useful / (1 - loss_rate) - useful;
+  }
+  const double run_s = useful + w.expected_lost_s;
+  w.expected_failures = in.rates.failures_per_s * run_s;
+  w.expected_interruptions = in.rates.interruptions_per_s * run_s;
+  w.time_s = in.startup_s + run_s + in.final_save_s;
+  w.goodput = w.time_s > 0 ? in.train_s / w.time_s : 1;
+  return w;
+}
+
+StartupBreakdown EstimateStartup(const StartupInputs& in, const Calibration& cal) {
+  StartupBreakdown s;
+  s.provision_s = cal.Get("startup_provision_s");
+  s.image_pull_s = cal.Get("startup_image_bytes") / cal.Get("startup_image_pull_bytes_per_s");
+  const double read = in.store_read_bytes_per_s_per_node.value_or(cal.Get("startup_download_bytes_per_s_per_node"));
+  s.weights_s = in.weights_bytes / read;
+  s.dataset_s = in.dataset_bytes / read;
+  return s;
+}
+
+}  // namespace gpuplan

@@ -1,0 +1,169 @@
+// §6 the whole setup of one ranked candidate (planner.md §6): layout, wall-clock, bill, network,
+// host checks, storage, warnings, bottleneck.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "stages.h"
+
+namespace gpuplan::search {
+
+namespace {
+constexpr double kGiB = 1024.0 * 1024 * 1024;
+// Issue 4 / seed 000 §7.1: communication should stay under 20% of the step.
+constexpr double kMaxCommShare = 0.2;
+// The bandwidth search spans 50 Mb/s (a slow office link) to 6.4 Tb/s per node (p6-b300, the
+// fastest node in the catalog), in bits/s; converted to bytes per second per GPU where used.
+constexpr double kMinNodeBitsPerS = 0.05e9, kMaxNodeBitsPerS = 6400e9;
+
+std::string Fmt(const char* f, double a, double b = 0, double c = 0) {
+  char buf[300];
+  std::snprintf(buf, sizeof buf, f, a, b, c);
+  return buf;
+}
+
+double CommShare(const StepEstimate& e) {
+  const StepBreakdown& b = e.breakdown;
+  return (b.tp_comm_s + b.cp_comm_s + b.pp_comm_s + b.dp_comm_s + b.ep_comm_s) / e.step_time_s;
+}
+
+// The least per-node bandwidth that keeps exposed communication <= 20% of the step, and whether
+// plain TCP (the fastest TCP link in the catalog, one port per GPU) can reach it.
+void NetworkNeeds(const Context& ctx, const Setup& su, const HardwareContext& hw, Plan& p) {
+  HardwareContext h2 = hw;
+  h2.rdma = true;
+  const double per = static_cast<double>(su.inst.gpu_count);
+  double lo = kMinNodeBitsPerS / 8 / per, hi = kMaxNodeBitsPerS / 8 / per;  // per GPU, bytes/s
+  auto share = [&](double per_gpu_bw) {
+    h2.inter_bytes_per_s_per_gpu = per_gpu_bw;
+    return CommShare(EstimateStep(p.job, h2));
+  };
+  if (share(hi) > kMaxCommShare) {
+    p.comm_share_unreachable = true;
+  } else {
+    for (int i = 0; i < 40; ++i) {
+      const double mid = std::sqrt(lo * hi);
+      (share(mid) <= kMaxCommShare ? hi : lo) = mid;
+    }
+    p.min_inter_node_gbps = hi * 8 * per / 1e9;
+  }
+  double tcp_bw = 0;
+  for (const auto& l : ctx.catalog.links)
+    if (l.kind == "tcp") tcp_bw = std::max(tcp_bw, l.bw_bytes_per_s_per_dir);
+  HardwareContext tcp = hw;
+  tcp.rdma = false;
+  tcp.inter_bytes_per_s_per_gpu = tcp_bw;
+  tcp.k.inter_eff = ctx.cal.Get("link_eff.tcp");
+  p.rdma_required = CommShare(EstimateStep(p.job, tcp)) > kMaxCommShare;
+}
+
+// Host sizing: known facts are ok or warn; unknown facts say unknown (never ok).
+void HostChecks(const Context& ctx, const Setup& su, const HardwareContext& hw, Plan& p) {
+  const double g = static_cast<double>(su.inst.gpu_count);
+  if (su.inst.vcpus) {
+    const double per_gpu = *su.inst.vcpus / g, want = ctx.cal.Get("host_vcpus_per_gpu_min");
+    p.host.push_back({"CPU", per_gpu >= want ? CheckState::kOk : CheckState::kWarn,
+                      Fmt("%.0f vCPUs per GPU (want >= %.0f for data loading)", per_gpu, want)});
+  } else {
+    p.host.push_back({"CPU", CheckState::kUnknown, "vCPU count unknown for this instance"});
+  }
+  const double ratio = ctx.cal.Get("host_ram_per_gpu_memory_min");
+  const double need = ratio * hw.gpu.memory_bytes * g;
+  if (su.inst.ram_bytes) {
+    p.host.push_back({"RAM", *su.inst.ram_bytes >= need ? CheckState::kOk : CheckState::kWarn,
+                      Fmt("%.0f GiB RAM vs %.0f GiB (%.1fx GPU memory)", *su.inst.ram_bytes / kGiB, need / kGiB, ratio)});
+  } else {
+    p.host.push_back({"RAM", CheckState::kUnknown, Fmt("RAM size unknown (want >= %.0f GiB)", need / kGiB)});
+  }
+  const double dataset = p.storage.dataset_bytes / static_cast<double>(p.nodes);
+  if (su.inst.local_nvme_bytes) {
+    p.storage.local_cache = Fmt("local NVMe %.1f TB per node (dataset share %.2f TB ", *su.inst.local_nvme_bytes / 1e12, dataset / 1e12) +
+                            (*su.inst.local_nvme_bytes >= dataset ? "fits)" : "does NOT fit)");
+    p.host.push_back({"local NVMe", *su.inst.local_nvme_bytes >= dataset ? CheckState::kOk : CheckState::kWarn, p.storage.local_cache});
+  } else {
+    p.storage.local_cache = "local NVMe size unknown for this instance";
+    p.host.push_back({"local NVMe", CheckState::kUnknown, p.storage.local_cache});
+  }
+}
+
+void StorageHomes(const Context& ctx, const Setup& su, const Variant& v, const Item& it, const Candidate& c, Plan& p) {
+  p.storage.dataset_bytes = ctx.job.training.tokens * ctx.job.training.data_bytes_per_token;
+  p.storage.dataset_home = "unknown (no object store for " + su.inst.provider + " in the catalog)";
+  p.storage.shared_fs = "none in catalog";
+  for (const auto& s : ctx.catalog.storage) {
+    if (s.provider != su.inst.provider) continue;
+    if (s.tier == "object" && p.storage.dataset_home.rfind("unknown", 0) == 0) p.storage.dataset_home = s.id;
+    if (s.tier == "parallel-fs" && p.storage.shared_fs == "none in catalog") p.storage.shared_fs = s.id;
+  }
+  p.storage.checkpoint = v.sizes;
+  p.storage.targets_compared = static_cast<int64_t>(it.targets.size());
+  if (c.run.target >= 0) {
+    p.storage.target = it.targets[static_cast<size_t>(c.run.target)];
+    if (p.storage.target->kind == "parallel-fs") p.storage.shared_fs = p.storage.target->id;
+  }
+}
+
+// Spot: the price looks like a lowest-AZ minimum, or multi-node capacity of this class is scarce.
+void SpotWarnings(const Context& ctx, const Setup& su, Plan& p) {
+  if (su.price_kind != "spot") return;
+  const double ratio = su.price && su.inst.on_demand_usd_per_hour ? *su.price / *su.inst.on_demand_usd_per_hour : 1;
+  const double min_ratio = ctx.cal.Get("spot_price_ratio_min_plausible");
+  if (ratio < min_ratio)
+    p.warnings.push_back(Fmt("spot price is %.0f%% of on-demand, below the %.0f%% that spot usually costs: likely the cheapest zone's "
+                             "price, not what a multi-hour job gets (spot_price_date ",
+                             100 * ratio, 100 * min_ratio) + su.price_date + ")");
+  if (p.nodes > 1 && ctx.cal.Has("spot_capacity_scarce." + su.gpu_family))
+    p.warnings.push_back("spot capacity for " + std::to_string(p.nodes) + " nodes of " + su.inst.gpu_id +
+                         " at once is scarce: expect queueing; the wall-clock does not include waiting for capacity");
+  if (p.rates.interruption_source.rfind("spot_interruptions_per_node_hour.default", 0) == 0)
+    p.warnings.push_back("no published interruption rate for " + su.inst.provider + ": the default (" +
+                         Fmt("%.2g per node-hour", p.rates.interruptions_per_node_hour) + ") is assumed");
+}
+}  // namespace
+
+Plan Describe(const Context& ctx, const std::vector<Setup>& setups, const std::vector<Variant>& variants,
+              const std::vector<Item>& items, const Candidate& c) {
+  const Item& it = items[c.item];
+  const Variant& v = variants[it.variant];
+  const Setup& su = setups[v.setup];
+  const HardwareContext& hw = v.hw;
+  Plan p;
+  p.instance = su.inst;
+  p.nodes = it.nodes;
+  p.job = ctx.job;
+  p.job.training.precision = v.precision;
+  p.job.cluster.gpu = su.inst.gpu_id;
+  p.job.cluster.gpus_per_node = su.inst.gpu_count;
+  p.job.cluster.num_gpus = it.nodes * su.inst.gpu_count;
+  p.job.cluster.intra_node = hw.intra.id;
+  p.job.cluster.network = hw.inter.id;
+  p.job.cluster.nics_per_node = static_cast<int64_t>(hw.nics_per_node);
+  if (su.inst.vcpus && !ctx.pinned("cluster.cpu_cores_per_gpu"))
+    p.job.cluster.cpu_cores_per_gpu = static_cast<int64_t>(*su.inst.vcpus / static_cast<double>(su.inst.gpu_count));
+  p.job.parallel = c.par;
+  p.job.training.micro_batch = c.micro_batch;
+  p.job.training.recompute = c.recompute;
+  p.network = it.nodes > 1 ? hw.inter.id : "none (single node)";
+  p.estimate = EstimateStep(p.job, hw);
+  p.memory_bytes = c.memory_bytes;
+  p.memory_headroom = ctx.headroom;
+  p.train_s = c.train_s;
+  p.startup = it.startup;
+  p.rates = it.rates;
+  p.wall = c.run.wall;
+  p.time_s = c.run.wall.time_s;
+  p.cost = c.run.cost;
+  const int64_t gpus = p.job.cluster.num_gpus;
+  p.tier = gpus == 1 ? Tier::kSingleCard : it.nodes == 1 ? Tier::kSingleNode : Tier::kMultiNode;
+  StorageHomes(ctx, su, v, it, c, p);
+  HostChecks(ctx, su, hw, p);
+  if (it.nodes > 1) NetworkNeeds(ctx, su, hw, p);
+  SpotWarnings(ctx, su, p);
+  if (!p.storage.target)
+    p.warnings.push_back("no checkpoint target with a known write rate for " + su.inst.provider +
+                         ": a failure restarts the run from the start (the wall-clock counts that)");
+  p.bottleneck = Bottleneck(p.job, hw, p.estimate);
+  return p;
+}
+
+}  // namespace gpuplan::search

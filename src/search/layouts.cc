@@ -1,0 +1,213 @@
+// §3 pruning, §2 the layouts of one work item, §5 pricing at wall-clock (docs/model/planner.md).
+#include <cmath>
+
+#include "stages.h"
+
+namespace gpuplan::search {
+
+double Score(Objective o, double time_s, const CostBreakdown& c) {
+  const double inf = 1e300;
+  switch (o) {
+    case Objective::kTime: return time_s;
+    case Objective::kCost: return c.price_known ? c.with_rerun_usd : inf;
+    case Objective::kBalanced: return c.price_known ? time_s * c.with_rerun_usd : inf;
+  }
+  return time_s;
+}
+
+namespace {
+const StorageSpec* PricedObjectStore(const Catalog& cat, const std::string& provider) {
+  for (const auto& s : cat.storage)
+    if (s.provider == provider && s.tier == "object" && s.usd_per_gb_month) return &s;
+  return nullptr;
+}
+
+// §4 the bill of one run at its wall-clock: compute, object-store capacity (dataset + kept
+// checkpoints), the provisioned checkpoint file system and the PUTs of every checkpoint.
+CostBreakdown Bill(const Context& ctx, const Setup& su, const Item& it, const Variant& v, const WallClock& w,
+                   const CheckpointTarget* t) {
+  CostBreakdown c;
+  c.price_known = su.price.has_value();
+  c.price_kind = su.price_kind;
+  c.price_per_node_hour = su.price.value_or(0);
+  c.price_date = su.price_date;
+  const double hours = w.time_s / 3600;
+  c.compute_usd = c.price_per_node_hour * static_cast<double>(it.nodes) * hours;
+  if (const StorageSpec* obj = PricedObjectStore(ctx.catalog, su.inst.provider)) {
+    const double dataset = ctx.job.training.tokens * ctx.job.training.data_bytes_per_token;
+    const double kept = ctx.cal.Get("checkpoints_kept") * v.sizes.intermediate_bytes;
+    c.storage_usd = (dataset + kept) / 1e9 * *obj->usd_per_gb_month * hours / (24 * 30);
+    const bool uses_object = t && (t->kind.find("object") != std::string::npos || t->kind.find("upload") != std::string::npos);
+    if (uses_object) {
+      const double parts = std::ceil(v.sizes.intermediate_bytes / ctx.cal.Get("object_store_part_bytes"));
+      c.requests_usd = static_cast<double>(w.checkpoints + 1) * parts / 1000 * obj->usd_per_1k_put.value_or(0);
+    }
+  }
+  if (t) c.checkpoint_fs_usd = t->usd_per_hour.value_or(0) * hours;
+  c.subtotal_usd = c.compute_usd + c.storage_usd + c.checkpoint_fs_usd + c.requests_usd;
+  c.with_rerun_usd = c.subtotal_usd * ctx.job.constraints.rerun_factor;
+  return c;
+}
+}  // namespace
+
+RunOutcome PriceRun(const Context& ctx, const Setup& su, const Item& it, const Variant& v, double train_s) {
+  WallClockInputs in;
+  in.train_s = train_s;
+  in.startup_s = it.startup.Total();
+  in.rates = it.rates;
+  if (ctx.pinned("training.checkpoint_interval_min")) in.pinned_interval_s = ctx.job.training.checkpoint_interval_min * 60;
+  RunOutcome best;
+  bool have = false;
+  const int n = static_cast<int>(it.targets.size());
+  for (int ti = (n == 0 ? -1 : 0); ti < n; ++ti) {
+    const CheckpointTarget* t = ti >= 0 ? &it.targets[static_cast<size_t>(ti)] : nullptr;
+    in.stall_s = t ? t->stall_s : 0;
+    in.durable_s = t ? t->durable_s : 0;
+    in.final_save_s = t ? t->final_save_s : 0;
+    RunOutcome o;
+    o.wall = ComputeWallClock(in);
+    o.cost = Bill(ctx, su, it, v, o.wall, t);
+    o.target = ti;
+    o.score = Score(ctx.job.constraints.objective, o.wall.time_s, o.cost);
+    if (!o.wall.converges) o.score = 1e300;
+    const bool better = !have || o.score < best.score ||
+                        (o.score == best.score && (o.wall.time_s < best.wall.time_s ||
+                                                   (o.wall.time_s == best.wall.time_s && o.cost.with_rerun_usd < best.cost.with_rerun_usd)));
+    if (better) best = o;
+    have = true;
+  }
+  return best;
+}
+
+namespace {
+// Per item, before any layout: no layout beats every GEMM at the matmul ceiling, plus start-up.
+bool PrunedByBound(const Context& ctx, const Setup& su, const Item& it, const Variant& v, SearchState& st) {
+  const Constraints& con = ctx.job.constraints;
+  const double gpus = static_cast<double>(it.nodes * su.inst.gpu_count);
+  const double peak = v.hw.gpu.PeakFlops(v.precision).value_or(0);
+  const double lb_s = ctx.job.training.tokens * ctx.mflops / (gpus * peak * v.hw.k.matmul_eff_max) + it.startup.Total();
+  if (con.deadline_hours > 0 && lb_s > con.deadline_hours * 3600) {
+    st.rejects.Add("deadline_bound", "misses deadline (even at peak, with start-up; whole setup pruned)");
+    return true;
+  }
+  const double lb_usd = su.price.value_or(0) * static_cast<double>(it.nodes) * lb_s / 3600 * con.rerun_factor;
+  if (con.budget_usd > 0 && su.price && lb_usd > con.budget_usd) {
+    st.rejects.Add("budget_bound", "over budget (even at peak, with start-up; whole setup pruned)");
+    return true;
+  }
+  return false;
+}
+
+bool OffloadAllowed(Offload o, int zero) {
+  // DeepSpeed: offload_optimizer with ZeRO 1-3, offload_param with ZeRO 3 only.
+  return o == Offload::kNone || (o == Offload::kOptimizer && zero >= 1) || (o == Offload::kOptimizerParams && zero == 3);
+}
+
+// The micro-batch and offload loop of one (tp, cp, pp, vpp, zero, recompute): the first offload
+// level that fits; memory does not fall as the micro-batch grows, so a miss ends the loop.
+void TryMicroBatches(const Context& ctx, const LayoutSpace& sp, const Setup& su, const Item& it, const Variant& v, Job& j,
+                     size_t item, Candidate& best, SearchState& st) {
+  const Constraints& con = ctx.job.constraints;
+  const int64_t dp = j.parallel.dp, gb = ctx.job.training.global_batch;
+  const double cap = v.hw.gpu.memory_bytes * (1 - ctx.headroom);
+  for (int64_t mb : sp.mbs) {
+    ++st.considered;
+    if (gb % (dp * mb) != 0) { st.rejects.Add("batch_not_divisible", "global batch not divisible by dp x micro-batch"); continue; }
+    j.training.micro_batch = mb;
+    double mem = 0;
+    bool fits = false;
+    for (Offload o : sp.offloads) {
+      if (!OffloadAllowed(o, j.parallel.zero)) continue;
+      j.parallel.offload = o;
+      mem = EstimateMemory(j, ctx.cal, false).total_bytes;
+      if ((fits = mem <= cap)) break;
+    }
+    if (!fits) { st.rejects.Add("memory", "does not fit GPU memory (with the headroom)"); break; }
+    st.any_fits_memory = true;
+    ++st.evaluated;
+    const StepEstimate e = EstimateStep(j, v.hw);
+    if (!e.feasible || !(e.step_time_s > 0) || !std::isfinite(e.step_time_s)) {
+      st.rejects.Add("estimate_infeasible", "step time unknown: " + e.infeasible_reason);
+      continue;
+    }
+    // The checkpoint stall is the reliability layer's (R§5), not the step's.
+    const double steps = ctx.job.training.tokens / e.tokens_per_step;
+    const double train_s = steps * (e.step_time_s - e.breakdown.checkpoint_s);
+    const RunOutcome run = PriceRun(ctx, su, it, v, train_s);
+    if (run.score >= 1e300 && !run.wall.converges) { st.rejects.Add("reliability_diverges", "failures and interruptions outrun progress"); continue; }
+    if (con.deadline_hours > 0 && run.wall.time_s > con.deadline_hours * 3600) { st.rejects.Add("deadline", "misses deadline (wall-clock)"); continue; }
+    if (con.budget_usd > 0 && !su.price) { st.rejects.Add("price_unknown", "price unknown (budget set)"); continue; }
+    if (con.budget_usd > 0 && run.cost.with_rerun_usd > con.budget_usd) { st.rejects.Add("budget", "over budget (wall-clock cost)"); continue; }
+    const bool better = !best.found || run.score < best.run.score ||
+                        (run.score == best.run.score && run.wall.time_s < best.run.wall.time_s);
+    if (better) best = {true, item, j.parallel, mb, j.training.recompute, mem, train_s, run, su.price.has_value()};
+  }
+}
+
+// The divisors of the layers per stage that Megatron's interleaving accepts (L % (pp·v) = 0).
+std::vector<int64_t> VirtualStages(const LayoutSpace& sp, int64_t layers, int64_t pp) {
+  if (!sp.vpps.empty()) return sp.vpps;
+  std::vector<int64_t> out = {1};
+  if (pp == 1) return out;
+  for (int64_t v = 2; pp * v <= layers; ++v)
+    if (layers % (pp * v) == 0) out.push_back(v);
+  return out;
+}
+}  // namespace
+
+void SearchItem(const Context& ctx, const LayoutSpace& sp, const std::vector<Setup>& setups, const std::vector<Variant>& variants,
+                const std::vector<Item>& items, size_t item, SearchState& st) {
+  const Item& it = items[item];
+  const Variant& v = variants[it.variant];
+  const Setup& su = setups[v.setup];
+  if (PrunedByBound(ctx, su, it, v, st)) return;
+  const Arch& a = ctx.job.arch;
+  const int64_t per = su.inst.gpu_count, gpus = it.nodes * per;
+  Job j = ctx.job;
+  j.training.precision = v.precision;
+  j.cluster.gpu = su.inst.gpu_id;
+  j.cluster.gpus_per_node = per;
+  j.cluster.num_gpus = gpus;
+  j.cluster.intra_node = su.intra;
+  j.cluster.network = su.network;
+  j.cluster.nics_per_node = su.nics;
+  if (su.inst.vcpus && !ctx.pinned("cluster.cpu_cores_per_gpu"))
+    j.cluster.cpu_cores_per_gpu = static_cast<int64_t>(*su.inst.vcpus / static_cast<double>(per));
+  Candidate best;
+  for (int64_t tp : sp.tps) {
+    if (gpus % tp) continue;
+    if (tp > per && !ctx.job.constraints.allow_tp_across_nodes) { st.rejects.Add("tp_crosses_nodes", "tp crosses nodes"); continue; }
+    for (int64_t cp : sp.cps)
+      for (int64_t pp : sp.pps) {
+        if (gpus % (tp * cp * pp)) continue;
+        const int64_t dp = gpus / (tp * cp * pp);
+        if (ctx.pinned("parallel.dp") && dp != ctx.job.parallel.dp) continue;
+        if (ctx.job.parallel.ep > 1 && (ctx.job.parallel.ep > dp * tp || a.experts % ctx.job.parallel.ep != 0)) {
+          st.rejects.Add("ep_layout", "ep does not fit the layout");
+          continue;
+        }
+        for (int64_t vpp : VirtualStages(sp, a.layers, pp)) {
+          if (pp * vpp > a.layers || (vpp > 1 && pp == 1)) continue;
+          for (int zero : sp.zeros) {
+            if (zero > 0 && dp * cp == 1) continue;
+            for (Recompute rc : sp.rcs) {
+              j.parallel.tp = tp;
+              j.parallel.pp = pp;
+              j.parallel.cp = cp;
+              j.parallel.dp = dp;
+              j.parallel.vpp = vpp;
+              j.parallel.zero = zero;
+              // Sequence parallel whenever tp > 1 unless pinned off; ep as the job says.
+              j.parallel.sequence_parallel = tp > 1 && (!ctx.pinned("parallel.sequence_parallel") || ctx.job.parallel.sequence_parallel);
+              j.parallel.ep = ctx.job.parallel.ep;
+              j.training.recompute = rc;
+              TryMicroBatches(ctx, sp, su, it, v, j, item, best, st);
+            }
+          }
+        }
+      }
+  }
+  if (best.found) st.best.push_back(best);
+}
+
+}  // namespace gpuplan::search

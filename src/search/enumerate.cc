@@ -226,6 +226,15 @@ std::vector<Item> EnumerateItems(const Context& ctx, const std::vector<Setup>& s
       // A reclaimed spot node restarts like a fresh start minus the dataset already staged.
       const double restart = it.startup.provision_s + it.startup.image_pull_s + it.startup.weights_s;
       it.rates = LookupEventRates(su.inst.provider, su.gpu_family, su.price_kind == "spot", n * per, n, restart, ctx.cal);
+      for (const auto& s : ctx.catalog.storage)
+        if (s.provider == su.inst.provider && s.tier == "object" && s.usd_per_gb_month) {
+          it.object_usd_per_gb_month = *s.usd_per_gb_month;
+          it.usd_per_1k_put = s.usd_per_1k_put.value_or(0);
+          break;
+        }
+      const double ckpt = variants[vi].sizes.intermediate_bytes;
+      it.stored_bytes = ctx.job.training.tokens * ctx.job.training.data_bytes_per_token + ctx.cal.Get("checkpoints_kept") * ckpt;
+      it.puts_per_checkpoint = std::ceil(ckpt / ctx.cal.Get("object_store_part_bytes"));
       items.push_back(std::move(it));
     }
   }

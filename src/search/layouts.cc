@@ -15,17 +15,20 @@ double Score(Objective o, double time_s, const CostBreakdown& c) {
   return time_s;
 }
 
-namespace {
-const StorageSpec* PricedObjectStore(const Catalog& cat, const std::string& provider) {
-  for (const auto& s : cat.storage)
-    if (s.provider == provider && s.tier == "object" && s.usd_per_gb_month) return &s;
-  return nullptr;
+const char* HotRejectCode(int r) {
+  static const char* const codes[] = {"batch_not_divisible", "memory", "tp_crosses_nodes", "ep_layout"};
+  return codes[r];
+}
+const char* HotRejectReason(int r) {
+  static const char* const reasons[] = {"global batch not divisible by dp x micro-batch", "does not fit GPU memory (with the headroom)",
+                                        "tp crosses nodes", "ep does not fit the layout"};
+  return reasons[r];
 }
 
+namespace {
 // §4 the bill of one run at its wall-clock: compute, object-store capacity (dataset + kept
 // checkpoints), the provisioned checkpoint file system and the PUTs of every checkpoint.
-CostBreakdown Bill(const Context& ctx, const Setup& su, const Item& it, const Variant& v, const WallClock& w,
-                   const CheckpointTarget* t) {
+CostBreakdown Bill(const Context& ctx, const Setup& su, const Item& it, const WallClock& w, const CheckpointTarget* t) {
   CostBreakdown c;
   c.price_known = su.price.has_value();
   c.price_kind = su.price_kind;
@@ -33,15 +36,10 @@ CostBreakdown Bill(const Context& ctx, const Setup& su, const Item& it, const Va
   c.price_date = su.price_date;
   const double hours = w.time_s / 3600;
   c.compute_usd = c.price_per_node_hour * static_cast<double>(it.nodes) * hours;
-  if (const StorageSpec* obj = PricedObjectStore(ctx.catalog, su.inst.provider)) {
-    const double dataset = ctx.job.training.tokens * ctx.job.training.data_bytes_per_token;
-    const double kept = ctx.cal.Get("checkpoints_kept") * v.sizes.intermediate_bytes;
-    c.storage_usd = (dataset + kept) / 1e9 * *obj->usd_per_gb_month * hours / (24 * 30);
+  if (it.object_usd_per_gb_month) {
+    c.storage_usd = it.stored_bytes / 1e9 * *it.object_usd_per_gb_month * hours / (24 * 30);
     const bool uses_object = t && (t->kind.find("object") != std::string::npos || t->kind.find("upload") != std::string::npos);
-    if (uses_object) {
-      const double parts = std::ceil(v.sizes.intermediate_bytes / ctx.cal.Get("object_store_part_bytes"));
-      c.requests_usd = static_cast<double>(w.checkpoints + 1) * parts / 1000 * obj->usd_per_1k_put.value_or(0);
-    }
+    if (uses_object) c.requests_usd = static_cast<double>(w.checkpoints + 1) * it.puts_per_checkpoint / 1000 * it.usd_per_1k_put;
   }
   if (t) c.checkpoint_fs_usd = t->usd_per_hour.value_or(0) * hours;
   c.subtotal_usd = c.compute_usd + c.storage_usd + c.checkpoint_fs_usd + c.requests_usd;
@@ -50,7 +48,7 @@ CostBreakdown Bill(const Context& ctx, const Setup& su, const Item& it, const Va
 }
 }  // namespace
 
-RunOutcome PriceRun(const Context& ctx, const Setup& su, const Item& it, const Variant& v, double train_s) {
+RunOutcome PriceRun(const Context& ctx, const Setup& su, const Item& it, double train_s) {
   WallClockInputs in;
   in.train_s = train_s;
   in.startup_s = it.startup.Total();
@@ -66,7 +64,7 @@ RunOutcome PriceRun(const Context& ctx, const Setup& su, const Item& it, const V
     in.final_save_s = t ? t->final_save_s : 0;
     RunOutcome o;
     o.wall = ComputeWallClock(in);
-    o.cost = Bill(ctx, su, it, v, o.wall, t);
+    o.cost = Bill(ctx, su, it, o.wall, t);
     o.target = ti;
     o.score = Score(ctx.job.constraints.objective, o.wall.time_s, o.cost);
     if (!o.wall.converges) o.score = 1e300;
@@ -103,16 +101,24 @@ bool OffloadAllowed(Offload o, int zero) {
   return o == Offload::kNone || (o == Offload::kOptimizer && zero >= 1) || (o == Offload::kOptimizerParams && zero == 3);
 }
 
+// The fastest layout of an item so far (§5: for one item every outcome is monotone in the steps'
+// time, so the fastest layout is also the cheapest and the best balanced one).
+struct Fastest {
+  bool found = false;
+  ParallelSpec par;
+  int64_t micro_batch = 0;
+  Recompute recompute = Recompute::kNone;
+  double memory_bytes = 0, train_s = 0;
+};
+
 // The micro-batch and offload loop of one (tp, cp, pp, vpp, zero, recompute): the first offload
 // level that fits; memory does not fall as the micro-batch grows, so a miss ends the loop.
-void TryMicroBatches(const Context& ctx, const LayoutSpace& sp, const Setup& su, const Item& it, const Variant& v, Job& j,
-                     size_t item, Candidate& best, SearchState& st) {
-  const Constraints& con = ctx.job.constraints;
+void TryMicroBatches(const Context& ctx, const LayoutSpace& sp, const Variant& v, Job& j, Fastest& best, SearchState& st) {
   const int64_t dp = j.parallel.dp, gb = ctx.job.training.global_batch;
   const double cap = v.hw.gpu.memory_bytes * (1 - ctx.headroom);
   for (int64_t mb : sp.mbs) {
     ++st.considered;
-    if (gb % (dp * mb) != 0) { st.rejects.Add("batch_not_divisible", "global batch not divisible by dp x micro-batch"); continue; }
+    if (gb % (dp * mb) != 0) { ++st.hot[kBatchNotDivisible]; continue; }
     j.training.micro_batch = mb;
     double mem = 0;
     bool fits = false;
@@ -122,7 +128,7 @@ void TryMicroBatches(const Context& ctx, const LayoutSpace& sp, const Setup& su,
       mem = EstimateMemory(j, ctx.cal, false).total_bytes;
       if ((fits = mem <= cap)) break;
     }
-    if (!fits) { st.rejects.Add("memory", "does not fit GPU memory (with the headroom)"); break; }
+    if (!fits) { ++st.hot[kMemory]; break; }
     st.any_fits_memory = true;
     ++st.evaluated;
     const StepEstimate e = EstimateStep(j, v.hw);
@@ -133,15 +139,27 @@ void TryMicroBatches(const Context& ctx, const LayoutSpace& sp, const Setup& su,
     // The checkpoint stall is the reliability layer's (R§5), not the step's.
     const double steps = ctx.job.training.tokens / e.tokens_per_step;
     const double train_s = steps * (e.step_time_s - e.breakdown.checkpoint_s);
-    const RunOutcome run = PriceRun(ctx, su, it, v, train_s);
-    if (run.score >= 1e300 && !run.wall.converges) { st.rejects.Add("reliability_diverges", "failures and interruptions outrun progress"); continue; }
-    if (con.deadline_hours > 0 && run.wall.time_s > con.deadline_hours * 3600) { st.rejects.Add("deadline", "misses deadline (wall-clock)"); continue; }
-    if (con.budget_usd > 0 && !su.price) { st.rejects.Add("price_unknown", "price unknown (budget set)"); continue; }
-    if (con.budget_usd > 0 && run.cost.with_rerun_usd > con.budget_usd) { st.rejects.Add("budget", "over budget (wall-clock cost)"); continue; }
-    const bool better = !best.found || run.score < best.run.score ||
-                        (run.score == best.run.score && run.wall.time_s < best.run.wall.time_s);
-    if (better) best = {true, item, j.parallel, mb, j.training.recompute, mem, train_s, run, su.price.has_value()};
+    if (!best.found || train_s < best.train_s || (train_s == best.train_s && mem < best.memory_bytes))
+      best = {true, j.parallel, mb, j.training.recompute, mem, train_s};
   }
+}
+
+// §5 the item's fastest layout priced at wall-clock with its best checkpoint target, then the
+// deadline and the budget (both monotone in the steps' time, so checked once per item).
+void PriceFastest(const Context& ctx, const Setup& su, const Item& it, size_t item, const Fastest& f, SearchState& st) {
+  const Constraints& con = ctx.job.constraints;
+  const RunOutcome run = PriceRun(ctx, su, it, f.train_s);
+  if (!run.wall.converges) { st.rejects.Add("reliability_diverges", "failures and interruptions outrun progress (no usable checkpoint target)"); return; }
+  if (con.deadline_hours > 0 && run.wall.time_s > con.deadline_hours * 3600) {
+    st.rejects.Add("deadline", "misses deadline (wall-clock of the setup's fastest layout)");
+    return;
+  }
+  if (con.budget_usd > 0 && !su.price) { st.rejects.Add("price_unknown", "price unknown (budget set)"); return; }
+  if (con.budget_usd > 0 && run.cost.with_rerun_usd > con.budget_usd) {
+    st.rejects.Add("budget", "over budget (wall-clock cost of the setup's fastest layout)");
+    return;
+  }
+  st.best.push_back({true, item, f.par, f.micro_batch, f.recompute, f.memory_bytes, f.train_s, run, su.price.has_value()});
 }
 
 // The divisors of the layers per stage that Megatron's interleaving accepts (L % (pp·v) = 0).
@@ -173,17 +191,17 @@ void SearchItem(const Context& ctx, const LayoutSpace& sp, const std::vector<Set
   j.cluster.nics_per_node = su.nics;
   if (su.inst.vcpus && !ctx.pinned("cluster.cpu_cores_per_gpu"))
     j.cluster.cpu_cores_per_gpu = static_cast<int64_t>(*su.inst.vcpus / static_cast<double>(per));
-  Candidate best;
+  Fastest best;
   for (int64_t tp : sp.tps) {
     if (gpus % tp) continue;
-    if (tp > per && !ctx.job.constraints.allow_tp_across_nodes) { st.rejects.Add("tp_crosses_nodes", "tp crosses nodes"); continue; }
+    if (tp > per && !ctx.job.constraints.allow_tp_across_nodes) { ++st.hot[kTpCrossesNodes]; continue; }
     for (int64_t cp : sp.cps)
       for (int64_t pp : sp.pps) {
         if (gpus % (tp * cp * pp)) continue;
         const int64_t dp = gpus / (tp * cp * pp);
         if (ctx.pinned("parallel.dp") && dp != ctx.job.parallel.dp) continue;
         if (ctx.job.parallel.ep > 1 && (ctx.job.parallel.ep > dp * tp || a.experts % ctx.job.parallel.ep != 0)) {
-          st.rejects.Add("ep_layout", "ep does not fit the layout");
+          ++st.hot[kEpLayout];
           continue;
         }
         for (int64_t vpp : VirtualStages(sp, a.layers, pp)) {
@@ -201,13 +219,13 @@ void SearchItem(const Context& ctx, const LayoutSpace& sp, const std::vector<Set
               j.parallel.sequence_parallel = tp > 1 && (!ctx.pinned("parallel.sequence_parallel") || ctx.job.parallel.sequence_parallel);
               j.parallel.ep = ctx.job.parallel.ep;
               j.training.recompute = rc;
-              TryMicroBatches(ctx, sp, su, it, v, j, item, best, st);
+              TryMicroBatches(ctx, sp, v, j, best, st);
             }
           }
         }
       }
   }
-  if (best.found) st.best.push_back(best);
+  if (best.found) PriceFastest(ctx, su, it, item, best, st);
 }
 
 }  // namespace gpuplan::search

@@ -84,6 +84,8 @@ SearchState SearchAll(const Context& ctx, const LayoutSpace& sp, const std::vect
   for (auto& st : states) {
     all.best.insert(all.best.end(), st.best.begin(), st.best.end());
     all.rejects.Merge(st.rejects);
+    for (int r = 0; r < kHotRejectCount; ++r)
+      if (st.hot[r] > 0) all.rejects.Add(HotRejectCode(r), HotRejectReason(r), st.hot[r]);
     all.considered += st.considered;
     all.evaluated += st.evaluated;
     all.any_fits_memory |= st.any_fits_memory;

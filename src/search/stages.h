@@ -64,6 +64,12 @@ struct Item {
   StartupBreakdown startup;
   std::vector<CheckpointTarget> targets;
   EventRates rates;
+  // §4 the object-store bill, resolved once: capacity held (dataset + kept checkpoints) and the
+  // PUTs of one checkpoint; nullopt price = no priced object store for the provider.
+  std::optional<double> object_usd_per_gb_month;
+  double stored_bytes = 0;
+  double puts_per_checkpoint = 0;
+  double usd_per_1k_put = 0;
 };
 
 // §2 the layout axes (pins restrict them).
@@ -95,9 +101,15 @@ struct Candidate {
   bool price_known = false;
 };
 
+// Reasons counted in the innermost loops, by index (no string work per candidate).
+enum HotReject { kBatchNotDivisible, kMemory, kTpCrossesNodes, kEpLayout, kHotRejectCount };
+const char* HotRejectCode(int r);
+const char* HotRejectReason(int r);
+
 struct SearchState {
   std::vector<Candidate> best;
   Rejects rejects;
+  int64_t hot[kHotRejectCount] = {};
   int64_t considered = 0, evaluated = 0;
   bool any_fits_memory = false;
 };
@@ -114,7 +126,7 @@ LayoutSpace BuildLayoutSpace(const Context& ctx);
 void SearchItem(const Context& ctx, const LayoutSpace& space, const std::vector<Setup>& setups,
                 const std::vector<Variant>& variants, const std::vector<Item>& items, size_t item, SearchState& st);
 // §5 pricing at wall-clock for each checkpoint target; the best by the objective.
-RunOutcome PriceRun(const Context& ctx, const Setup& su, const Item& it, const Variant& v, double train_s);
+RunOutcome PriceRun(const Context& ctx, const Setup& su, const Item& it, double train_s);
 double Score(Objective o, double time_s, const CostBreakdown& c);
 // §5 ranking and the Pareto front.
 void Rank(const Context& ctx, const std::vector<Variant>& variants, const std::vector<Item>& items, std::vector<Candidate>& c);

@@ -183,6 +183,8 @@ TEST(Cli, ModelMessagesSayHowToGetThere) {
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_NE(missing.out.find("no such file '/nonexistent/config.json'"), std::string::npos) << missing.out;
   EXPECT_NE(missing.out.find("pass --model path/to/config.json"), std::string::npos) << missing.out;
+  Proc path = Exec("memory --model " + std::string(GPUPLAN_SOURCE_DIR) + "/tests/fixtures/hf/llama-2-7b.json --json");
+  EXPECT_EQ(nlohmann::json::parse(path.out)["model"]["params"], 6738415616) << "--model takes a config.json path";
   Proc typo = Exec("memory --model llama2-7b");
   EXPECT_NE(typo.out.find("did you mean 'llama-2-7b'"), std::string::npos) << typo.out;
   Proc flag = Exec("estimate --model llama-2-7b --numgpus 8");

@@ -3,6 +3,10 @@
 
 #include "../test_util.h"
 
+#include <cstdio>
+#include <utility>
+#include <vector>
+
 #include "gpuplan/estimate.h"
 
 namespace gpuplan {
@@ -101,5 +105,126 @@ TEST(Estimate, CheckpointStallShrinksWhenAsync) {
   EXPECT_LT(a, s);
 }
 
+
+// ---- Bottleneck claims: each "would cut the step to X s" is the estimate a user gets by rerunning
+// `gpuplan estimate` with the flags it names (regression: "RDMA would cut the step to 0.826 s"
+// while `estimate --network ib-ndr` said 0.288 s).
+
+using Keys = std::vector<std::pair<std::string, std::string>>;
+
+const Catalog& Cat() {
+  static const Catalog cat = *LoadCatalog();
+  return cat;
+}
+
+struct Estimated {
+  Job job;
+  HardwareContext hw;
+  StepEstimate e;
+};
+
+// The CLI's path: job keys as flags set them, FinalizeJob, ResolveHardware, EstimateStep.
+Estimated EstimateWith(const Keys& keys) {
+  Estimated r;
+  for (const auto& [k, v] : keys) {
+    Status st = SetJobKey(r.job, k, v, {"command line", 0, k});
+    EXPECT_TRUE(st.ok()) << st.ToString();
+  }
+  Status st = FinalizeJob(r.job);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  auto hw = ResolveHardware(r.job, Cat(), Calibration::Builtin());
+  EXPECT_TRUE(hw.ok()) << hw.status().ToString();
+  if (hw.ok()) r.hw = *hw;
+  r.e = EstimateStep(r.job, r.hw);
+  return r;
+}
+
+std::string Short(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+
+// Every claim in the sentence, held against a second estimate with the changed input.
+BottleneckReport HoldClaims(const Keys& keys) {
+  const Estimated base = EstimateWith(keys);
+  const BottleneckReport r = AnalyzeBottleneck(base.job, &Cat(), base.hw, base.e);
+  for (const WhatIf& w : r.what_ifs) {
+    Keys changed = keys;
+    changed.insert(changed.end(), w.changes.begin(), w.changes.end());
+    const Estimated again = EstimateWith(changed);
+    EXPECT_NEAR(w.step_time_s, again.e.step_time_s, 1e-9 * again.e.step_time_s) << w.flags;
+    EXPECT_NEAR(w.memory_bytes, EstimateMemory(again.job, Calibration::Builtin()).total_bytes, 1.0) << w.flags;
+    EXPECT_LT(w.step_time_s, base.e.step_time_s) << "a claim cuts the step: " << w.flags;
+    EXPECT_NE(r.sentence.find(w.flags + " would cut the step to " + Short(again.e.step_time_s) + " s"), std::string::npos)
+        << r.sentence;
+  }
+  return r;
+}
+
+const Keys kSevenBOverTcp = {{"model.preset", "llama-2-7b"}, {"parallel.zero", "3"}, {"cluster.num_gpus", "2"},
+                             {"cluster.gpus_per_node", "1"}, {"cluster.network", "tcp-25g"}};
+
+TEST(Bottleneck, RdmaClaimIsTheEstimateWithRdma) {
+  const BottleneckReport r = HoldClaims(kSevenBOverTcp);
+  ASSERT_FALSE(r.what_ifs.empty()) << r.sentence;
+  EXPECT_EQ(r.what_ifs[0].flags, "--network ib-ndr") << r.sentence;
+  Keys rdma = kSevenBOverTcp;
+  rdma.push_back({"cluster.network", "ib-ndr"});
+  EXPECT_DOUBLE_EQ(r.what_ifs[0].step_time_s, EstimateWith(rdma).e.step_time_s);
+}
+
+TEST(Bottleneck, RdmaFabricWithGpuDirectOffIsToldToTurnItOn) {
+  const BottleneckReport r = HoldClaims({{"model.preset", "llama-2-7b"}, {"parallel.zero", "3"}, {"cluster.num_gpus", "16"},
+                                         {"cluster.network", "roce-100g"}, {"cluster.gpudirect_rdma", "false"}});
+  ASSERT_FALSE(r.what_ifs.empty()) << r.sentence;
+  EXPECT_EQ(r.what_ifs[0].flags, "--gpudirect-rdma true") << r.sentence;
+}
+
+TEST(Bottleneck, EachKindOfClaimHolds) {
+  const std::vector<Keys> cases = {
+      kSevenBOverTcp,
+      {{"model.preset", "llama-2-7b"}, {"parallel.zero", "3"}, {"cluster.num_gpus", "2"}, {"cluster.gpus_per_node", "1"},
+       {"cluster.network", "ib-ndr"}},                                              // ZeRO-2 instead of 3
+      {{"model.preset", "llama-2-13b"}, {"cluster.num_gpus", "8"}, {"parallel.pp", "8"}},  // bubble: vpp
+      {{"model.preset", "llama-2-13b"}, {"cluster.num_gpus", "8"}, {"parallel.zero", "3"},
+       {"cluster.storage", "aws-ebs-gp3"}, {"training.checkpoint_interval_min", "10"}},    // checkpoint: async
+      {{"model.preset", "llama-2-70b"}, {"cluster.num_gpus", "16"}, {"parallel.tp", "16"}, {"parallel.zero", "1"},
+       {"cluster.network", "tcp-100g"}},                                            // tp across nodes
+      {{"model.preset", "llama-2-13b"}, {"cluster.gpu", "l40s"}, {"cluster.num_gpus", "8"}, {"parallel.tp", "8"}},
+  };
+  int claims = 0;
+  for (const auto& keys : cases) claims += static_cast<int>(HoldClaims(keys).what_ifs.size());
+  EXPECT_GE(claims, 4) << "the cases above make at least four claims";
+}
+
+TEST(Bottleneck, SuggestionsApplyToTheJobAsItIs) {
+  // A ZeRO-0 or ZeRO-1 job is never told to leave ZeRO-3.
+  for (const char* zero : {"0", "1"}) {
+    const BottleneckReport r = HoldClaims({{"model.preset", "gpt2"}, {"parallel.zero", zero}, {"cluster.num_gpus", "2"},
+                                           {"cluster.gpus_per_node", "1"}, {"cluster.network", "tcp-25g"}});
+    EXPECT_NE(r.sentence.find("data-parallel"), std::string::npos) << r.sentence;
+    EXPECT_EQ(r.sentence.find("instead of 3"), std::string::npos) << r.sentence;
+    EXPECT_EQ(r.sentence.find("--zero"), std::string::npos) << r.sentence;
+    for (const WhatIf& w : r.what_ifs)
+      for (const auto& [k, v] : w.changes) EXPECT_NE(k, "parallel.zero") << r.sentence;
+  }
+}
+
+TEST(Bottleneck, WithoutACatalogNoHardwareClaims) {
+  const Estimated base = EstimateWith(kSevenBOverTcp);
+  const std::string b = Bottleneck(base.job, base.hw, base.e);
+  EXPECT_EQ(b.find("ib-ndr"), std::string::npos) << b;
+  EXPECT_EQ(b, AnalyzeBottleneck(base.job, nullptr, base.hw, base.e).sentence);
+}
+
+TEST(Bottleneck, CompressedComputeIsNotCalledComputeBound) {
+  const Estimated base = EstimateWith({{"model.preset", "llama-2-70b"}, {"cluster.num_gpus", "64"}, {"parallel.tp", "16"},
+                                 {"parallel.zero", "1"}});
+  const std::string b = Bottleneck(base.job, base.hw, base.e);
+  ASSERT_LT(base.e.breakdown.compute_s, 0.5 * base.e.step_time_s) << "the case needs compute to be under half the step";
+  EXPECT_EQ(b.find("compute-bound"), std::string::npos) << b;
+  EXPECT_NE(b.find("compute is the largest part but only"), std::string::npos) << b;
+}
 }  // namespace
 }  // namespace gpuplan

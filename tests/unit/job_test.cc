@@ -124,5 +124,62 @@ TEST(Job, SetKeyFromFlagsMirrorsFile) {
   EXPECT_EQ(bad.ToString(), "command line: --zero: must be in 0..3, got 4");
 }
 
+
+TEST(Job, SamplesTimesEpochsTimesTokensPerSample) {
+  // Seed 003: 50k samples x 512 tokens x 3 epochs.
+  auto j = Parse("model: {preset: gpt2}\ntraining: {seq_len: 1024, samples: 50000, epochs: 3, tokens_per_sample: 512}\n");
+  ASSERT_TRUE(j.ok()) << j.status().ToString();
+  EXPECT_DOUBLE_EQ(j->training.tokens, 50000.0 * 3 * 512);
+  // tokens_per_sample defaults to seq_len (each sample one padded sequence); epochs to 1.
+  auto d = Parse("model: {preset: gpt2}\ntraining: {seq_len: 512, samples: 1000}\n");
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_DOUBLE_EQ(d->training.tokens, 1000.0 * 512);
+}
+
+TEST(Job, SamplesFollowFlagsThatChangeSeqLen) {
+  auto j = ParseJobText("model: {preset: gpt2}\ntraining: {seq_len: 512, samples: 1000, epochs: 2}\n", "job.yaml");
+  ASSERT_TRUE(j.ok()) << j.status().ToString();
+  Job job = *j;
+  ASSERT_TRUE(SetJobKey(job, "training.seq_len", "1024", {"command line", 0, "--seq-len"}).ok());
+  ASSERT_TRUE(FinalizeJob(job).ok());
+  EXPECT_DOUBLE_EQ(job.training.tokens, 1000.0 * 2 * 1024);
+  ASSERT_TRUE(FinalizeJob(job).ok()) << "finalizing twice is not 'tokens and samples both given'";
+  EXPECT_DOUBLE_EQ(job.training.tokens, 1000.0 * 2 * 1024);
+}
+
+TEST(Job, TokensAndSamplesTogetherIsAnErrorWithBothLocations) {
+  const std::string e = Error("model: {preset: gpt2}\ntraining:\n  tokens: 1e9\n  samples: 5000\n");
+  EXPECT_NE(e.find("job.yaml:4: training.samples"), std::string::npos) << e;
+  EXPECT_NE(e.find("training.tokens (job.yaml:3)"), std::string::npos) << e;
+  EXPECT_NE(e.find("training.samples (job.yaml:4)"), std::string::npos) << e;
+  EXPECT_NE(Error("model: {preset: gpt2}\ntraining: {epochs: 3}\n").find("needs training.samples"), std::string::npos);
+  EXPECT_NE(Error("model: {preset: gpt2}\ntraining: {samples: 0}\n").find("training.samples"), std::string::npos);
+  EXPECT_NE(Error("model: {preset: gpt2}\ntraining: {samples: 10, epochs: 0}\n").find("training.epochs"), std::string::npos);
+}
+
+TEST(Job, TabIndentationIsAPlainMessage) {
+  const std::string e = Error("model:\n  preset: gpt2\ntraining:\n\tseq_len: 512\n");
+  EXPECT_EQ(e, "job.yaml:4: tab character in indentation; YAML indents with spaces");
+  // JSON may be indented with tabs.
+  auto j = Parse("{\n\t\"model\": {\"preset\": \"gpt2\"},\n\t\"training\": {\"seq_len\": 512}\n}\n");
+  EXPECT_TRUE(j.ok()) << j.status().ToString();
+  // A tab after the indentation (inside a value or comment) is not indentation.
+  EXPECT_TRUE(Parse("model:\n  preset: gpt2   # a\ttab\n").ok());
+}
+
+TEST(Job, ModelSaysHowToGetAConfig) {
+  Job j;
+  Status repo = SetJobKey(j, "model.preset", "meta-llama/Llama-2-7b-hf", {"command line", 0, "--model"});
+  ASSERT_FALSE(repo.ok());
+  EXPECT_NE(repo.reason().find("download its config.json"), std::string::npos) << repo.reason();
+  EXPECT_NE(repo.reason().find("--model llama-2-7b"), std::string::npos) << repo.reason();
+  Status missing = SetJobKey(j, "model.preset", "/no/such/config.json", {"command line", 0, "--model"});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.reason().find("no such file '/no/such/config.json'"), std::string::npos) << missing.reason();
+  Status cfg = SetJobKey(j, "model.config", "/no/such/config.json", {"command line", 0, "--config"});
+  EXPECT_NE(cfg.reason().find("pass --model path/to/config.json"), std::string::npos) << cfg.reason();
+  Status typo = SetJobKey(j, "model.preset", "mistral7b", {"command line", 0, "--model"});
+  EXPECT_NE(typo.reason().find("did you mean 'mistral-7b'"), std::string::npos) << typo.reason();
+}
 }  // namespace
 }  // namespace gpuplan

@@ -9,6 +9,7 @@
 
 #include "gpuplan/calibration.h"
 #include "gpuplan/catalog.h"
+#include "gpuplan/estimate.h"
 #include "gpuplan/job.h"
 
 namespace gpuplan {
@@ -30,6 +31,10 @@ struct CheckpointSizes {
   double final_bytes = 0;        // what the final save writes (a fine-tune keeps weights only)
   std::string final_content;     // "weights only" | "adapter only" | "full state"
 };
+
+// R§2 sizes for a job (checkpoint_full_state picks the periodic content; the step's own
+// checkpoint_bytes is the full state).
+CheckpointSizes SizeCheckpoints(const Job& job, const StepEstimate& e);
 
 // R§3 one place a checkpoint can go, with what it costs the run.
 struct CheckpointTarget {
@@ -102,5 +107,17 @@ struct StartupInputs {
   std::optional<double> store_read_bytes_per_s_per_node;  // the provider's object store, if known
 };
 StartupBreakdown EstimateStartup(const StartupInputs& in, const Calibration& cal);
+
+// R§1-R§5 for one pinned job (`gpuplan estimate`): on demand, checkpoints to the job's
+// cluster.storage when it has a write rate (else none), start-up at its store's read rate.
+struct JobWallClock {
+  StartupBreakdown startup;
+  CheckpointSizes sizes;
+  std::optional<CheckpointTarget> target;
+  EventRates rates;
+  WallClock wall;
+};
+JobWallClock EstimateJobWallClock(const Job& job, const HardwareContext& hw, const StepEstimate& e, const Catalog& catalog,
+                                  const Calibration& cal);
 
 }  // namespace gpuplan

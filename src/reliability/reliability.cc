@@ -2,6 +2,8 @@
 // (docs/model/reliability.md R§1-R§5 mirror this file).
 #include "gpuplan/reliability.h"
 
+#include "gpuplan/memory.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -204,6 +206,67 @@ WallClock ComputeWallClock(const WallClockInputs& in) {
   w.time_s = in.startup_s + run_s + in.final_save_s;
   w.goodput = w.time_s > 0 ? in.train_s / w.time_s : 1;
   return w;
+}
+
+CheckpointSizes SizeCheckpoints(const Job& j, const StepEstimate& e) {
+  CheckpointSizes s;
+  const bool lora = j.training.method == Method::kLora || j.training.method == Method::kQlora;
+  s.full_state_bytes = e.checkpoint_bytes;
+  const double params = lora ? static_cast<double>(CountLoraParams(j.arch, j.training.lora)) : static_cast<double>(CountParams(j.arch).total);
+  s.weights_only_bytes = lora ? params * 2 : params * WeightBytesPerParam(j);  // a LoRA adapter ships in bf16
+  s.intermediate_bytes = j.training.checkpoint_full_state ? s.full_state_bytes : s.weights_only_bytes;
+  // A fine-tune ships weights (a LoRA run its adapter); pretraining keeps the resumable state.
+  if (j.training.method == Method::kPretrain) {
+    s.final_bytes = s.full_state_bytes;
+    s.final_content = "full state";
+  } else {
+    s.final_bytes = s.weights_only_bytes;
+    s.final_content = lora ? "adapter only" : "weights only";
+  }
+  return s;
+}
+
+JobWallClock EstimateJobWallClock(const Job& job, const HardwareContext& hw, const StepEstimate& e, const Catalog& catalog,
+                                  const Calibration& cal) {
+  JobWallClock out;
+  out.sizes = SizeCheckpoints(job, e);
+  const int64_t nodes = (job.cluster.num_gpus + job.cluster.gpus_per_node - 1) / job.cluster.gpus_per_node;
+  StartupInputs si;
+  si.nodes = nodes;
+  if (job.training.method != Method::kPretrain)
+    si.weights_bytes = static_cast<double>(CountParams(job.arch).total) * (job.training.method == Method::kQlora ? 2.0 : WeightBytesPerParam(job));
+  si.dataset_bytes = job.training.tokens * job.training.data_bytes_per_token / static_cast<double>(nodes);
+  std::string provider;
+  if (hw.storage) {
+    provider = hw.storage->provider;
+    if (hw.storage->read_bytes_per_s) si.store_read_bytes_per_s_per_node = *hw.storage->read_bytes_per_s;
+  }
+  out.startup = EstimateStartup(si, cal);
+  if (hw.storage) {
+    CheckpointTargetInputs ci;
+    ci.provider = provider;
+    ci.nodes = nodes;
+    ci.gpus = job.cluster.num_gpus;
+    ci.host_bytes_per_s = hw.host_bytes_per_s;
+    ci.async = job.training.checkpoint_async;
+    ci.pinned_storage = hw.storage->id;
+    auto targets = CheckpointTargets(out.sizes, ci, catalog, cal);
+    if (!targets.empty()) out.target = targets.front();
+  }
+  out.rates = LookupEventRates(provider, hw.gpu.family, false, job.cluster.num_gpus, nodes, 0, cal);
+  WallClockInputs w;
+  const double steps = e.tokens_per_step > 0 ? job.training.tokens / e.tokens_per_step : 0;
+  w.train_s = steps * (e.step_time_s - e.breakdown.checkpoint_s);
+  w.startup_s = out.startup.Total();
+  w.rates = out.rates;
+  if (out.target) {
+    w.stall_s = out.target->stall_s;
+    w.durable_s = out.target->durable_s;
+    w.final_save_s = out.target->final_save_s;
+  }
+  if (job.IsSet("training.checkpoint_interval_min")) w.pinned_interval_s = job.training.checkpoint_interval_min * 60;
+  out.wall = ComputeWallClock(w);
+  return out;
 }
 
 StartupBreakdown EstimateStartup(const StartupInputs& in, const Calibration& cal) {

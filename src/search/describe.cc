@@ -106,9 +106,10 @@ void StorageHomes(const Context& ctx, const Setup& su, const Variant& v, const I
 // Spot: the price looks like a lowest-AZ minimum, or multi-node capacity of this class is scarce.
 void SpotWarnings(const Context& ctx, const Setup& su, Plan& p) {
   if (su.price_kind != "spot") return;
+  if (!su.price_note.empty()) p.warnings.push_back("spot price " + su.price_note + " (spot_price_date " + su.price_date + ")");
   const double ratio = su.price && su.inst.on_demand_usd_per_hour ? *su.price / *su.inst.on_demand_usd_per_hour : 1;
   const double min_ratio = ctx.cal.Get("spot_price_ratio_min_plausible");
-  if (ratio < min_ratio)
+  if (ratio < min_ratio * (1 - 1e-9))
     p.warnings.push_back(Fmt("spot price is %.0f%% of on-demand, below the %.0f%% that spot usually costs: likely the cheapest zone's "
                              "price, not what a multi-hour job gets (spot_price_date ",
                              100 * ratio, 100 * min_ratio) + su.price_date + ")");

@@ -1,6 +1,7 @@
 // §1 setups and variants, §2 work items and the layout space (docs/model/planner.md).
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "gpuplan/strings.h"
 #include "stages.h"
@@ -45,6 +46,19 @@ Setup BaseSetup(const Context& ctx, const InstanceSpec& inst) {
   s.gpu_family = gpu.ok() ? gpu->family : "unknown";
   return s;
 }
+// R§4 spot: a built-in spot price below the share of on-demand that spot usually costs is a
+// cheapest-zone minimum; such rows are planned at that share (a --catalog row is the user's own
+// price and is used as given, with the same warning from Describe).
+void SpotFloor(const Context& ctx, const InstanceSpec& inst, Setup& sp) {
+  const double ratio = ctx.cal.Get("spot_price_ratio_min_plausible");
+  if (!inst.on_demand_usd_per_hour || !sp.price || *sp.price >= ratio * *inst.on_demand_usd_per_hour) return;
+  if (inst.where.file.rfind("data/", 0) != 0) return;
+  char buf[240];
+  std::snprintf(buf, sizeof buf, "planned at %.0f%% of on-demand ($%.2f/node-h): the catalog's $%.2f is %.0f%% of on-demand, a cheapest-zone price",
+                100 * ratio, ratio * *inst.on_demand_usd_per_hour, *sp.price, 100 * *sp.price / *inst.on_demand_usd_per_hour);
+  sp.price_note = buf;
+  sp.price = ratio * *inst.on_demand_usd_per_hour;
+}
 }  // namespace
 
 std::vector<Setup> EnumerateSetups(const Context& ctx, Rejects& rejects, std::vector<std::string>& notes) {
@@ -81,6 +95,7 @@ std::vector<Setup> EnumerateSetups(const Context& ctx, Rejects& rejects, std::ve
       sp.price_kind = "spot";
       sp.price = inst.spot_usd_per_hour;
       sp.price_date = inst.spot_price_date;
+      SpotFloor(ctx, inst, sp);
       out.push_back(sp);
     }
     if (con.spot == SpotPolicy::kOnly && !inst.spot_usd_per_hour) rejects.Add("no_spot_price", "instance skipped: no spot price");
@@ -103,24 +118,6 @@ std::vector<Precision> Precisions(const Context& ctx, const GpuSpec& g) {
   return out;
 }
 
-CheckpointSizes Sizes(const Job& j, const HardwareContext& hw) {
-  CheckpointSizes s;
-  const bool lora = j.training.method == Method::kLora || j.training.method == Method::kQlora;
-  s.full_state_bytes = EstimateStep(j, hw).checkpoint_bytes;
-  const double params = lora ? static_cast<double>(CountLoraParams(j.arch, j.training.lora)) : static_cast<double>(CountParams(j.arch).total);
-  s.weights_only_bytes = params * WeightBytesPerParam(j);
-  if (lora) s.weights_only_bytes = params * 2;  // the adapter in bf16
-  s.intermediate_bytes = j.training.checkpoint_full_state ? s.full_state_bytes : s.weights_only_bytes;
-  // R§2: a fine-tune ships weights (a LoRA run its adapter); pretraining keeps the resumable state.
-  if (j.training.method == Method::kPretrain) {
-    s.final_bytes = s.full_state_bytes;
-    s.final_content = "full state";
-  } else {
-    s.final_bytes = s.weights_only_bytes;
-    s.final_content = lora ? "adapter only" : "weights only";
-  }
-  return s;
-}
 }  // namespace
 
 std::vector<Variant> ResolveVariants(const Context& ctx, const std::vector<Setup>& setups, Rejects& rejects) {
@@ -154,7 +151,7 @@ std::vector<Variant> ResolveVariants(const Context& ctx, const std::vector<Setup
       one.parallel = ParallelSpec{};
       one.training.micro_batch = 1;
       one.training.global_batch = su.inst.gpu_count;
-      if (FinalizeJob(one).ok()) v.sizes = Sizes(one, v.hw);
+      if (FinalizeJob(one).ok()) v.sizes = SizeCheckpoints(one, EstimateStep(one, v.hw));
       out.push_back(std::move(v));
     }
   }

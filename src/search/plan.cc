@@ -38,10 +38,12 @@ Location Loc(const Job& j, const std::string& key) {
   return it != j.set_keys.end() ? it->second : Location{j.source, 0, key};
 }
 
-// The job must be valid as given (model, pins, constraints); defaults derived here are not pins.
-Status ValidateInputs(const Job& job, const Catalog& catalog) {
+// The job must be valid as given (model, pins, constraints); defaults derived here are not pins,
+// except the token count, which samples x epochs x tokens_per_sample may give instead.
+Status ValidateInputs(Job& job, const Catalog& catalog) {
   Job check = job;
   GPUPLAN_RETURN_IF_ERROR(FinalizeJob(check));
+  job.training.tokens = check.training.tokens;
   if (job.training.tokens <= 0)
     return Status::BadInput(Loc(job, "training.tokens"), "the planner needs training.tokens (how much to train) to size time and cost");
   for (const auto& c : job.constraints.clouds) {
@@ -134,7 +136,7 @@ void Relax(const Job& job, const Catalog& catalog, const Calibration& cal, const
   const bool deadline = con.deadline_hours > 0 && fastest > con.deadline_hours * 3600;
   const bool budget = con.budget_usd > 0 && cheapest > con.budget_usd;
   if (deadline) {
-    std::snprintf(buf, sizeof buf, "the fastest plan needs %.1f h wall-clock: relax constraints.deadline_hours from %.1f to %.1f (+%.1f h) or raise max_gpus",
+    std::snprintf(buf, sizeof buf, "the fastest plan needs %.2f h wall-clock: relax constraints.deadline_hours from %.2f to %.2f (+%.2f h) or raise max_gpus",
                   fastest / 3600, con.deadline_hours, fastest / 3600, fastest / 3600 - con.deadline_hours);
     r += buf;
   }
@@ -149,8 +151,9 @@ void Relax(const Job& job, const Catalog& catalog, const Calibration& cal, const
 }
 }  // namespace
 
-Result<PlanResult> PlanJob(const Job& job, const Catalog& catalog, const Calibration& cal, const PlanOptions& options) {
+Result<PlanResult> PlanJob(const Job& job_in, const Catalog& catalog, const Calibration& cal, const PlanOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
+  Job job = job_in;
   GPUPLAN_RETURN_IF_ERROR(ValidateInputs(job, catalog));
   Context ctx{job, catalog, cal};
   PlanResult out;

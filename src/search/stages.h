@@ -43,6 +43,7 @@ struct Setup {
   std::string price_kind;        // on-demand | spot
   std::optional<double> price;   // per node-hour
   std::string price_date;
+  std::string price_note;        // why the price differs from the catalog row ("" = as listed)
   std::string intra, network;    // link ids ("" = default for the GPU)
   int64_t nics = 0;
   bool multi_node_ok = true;

@@ -255,5 +255,47 @@ TEST(Plan, SpotIsARiskWithAPrice) {
   EXPECT_TRUE(compared) << "the on-demand twin of " << spot->instance.id << " was not in the top plans";
 }
 
+// Seed 003 thinks in samples and epochs: 50k samples x 512 tokens x 3 epochs = 76.8M tokens.
+TEST(Plan, SamplesAndEpochsSizeTheRun) {
+  Job j = MakeJob("model: {preset: llama-2-7b}\ntraining: {method: lora, seq_len: 512, samples: 50000, epochs: 3, global_batch: 64}\n"
+                  "constraints: {objective: cost, max_gpus: 8}\n");
+  auto r = PlanJob(j, Cat(), Calibration::Builtin());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_FALSE(r->plans.empty());
+  const Plan& p = r->plans.front();
+  EXPECT_NEAR(p.train_s * p.estimate.tokens_per_s, 50000.0 * 3 * 512, 1e-6 * 7.68e7);
+}
+
+// A built-in spot price far below what spot usually costs is planned at the floor, with a
+// warning; the user's own --catalog price is used as given.
+TEST(Plan, ImplausibleSpotPricesAreFlooredAndSaid) {
+  const double floor = Calibration::Builtin().Get("spot_price_ratio_min_plausible");
+  Job j = MakeJob("model: {preset: llama-2-7b}\ntraining: {method: lora, seq_len: 2048, global_batch: 64, tokens: 1e9}\n"
+                  "cluster: {gpu: b200-180gb}\nconstraints: {spot: only, clouds: [aws], max_gpus: 8}\n");
+  auto r = PlanJob(j, Cat(), Calibration::Builtin());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_FALSE(r->plans.empty()) << r->relax;
+  const Plan& p = r->plans.front();
+  ASSERT_TRUE(p.instance.spot_usd_per_hour && p.instance.on_demand_usd_per_hour);
+  ASSERT_LT(*p.instance.spot_usd_per_hour, floor * *p.instance.on_demand_usd_per_hour) << "catalog row changed: pick another";
+  EXPECT_NEAR(p.cost.price_per_node_hour, floor * *p.instance.on_demand_usd_per_hour, 1e-9);
+  bool warned = false;
+  for (const auto& w : p.warnings) warned |= w.find("cheapest-zone") != std::string::npos;
+  EXPECT_TRUE(warned);
+  Catalog own = WithInstances("my-b200,aws,own B200 deal,b200-180gb,8,nvswitch-nvlink5,224,2048,30,3200,efa,efa-v4,yes,yes,8,100,5,unknown,us-east-1,2026-11-01,negotiated,\n");
+  Job mine = MakeJob("model: {preset: llama-2-7b}\ntraining: {method: lora, seq_len: 2048, global_batch: 64, tokens: 1e9}\n"
+                     "constraints: {spot: only, clouds: [aws], max_gpus: 8}\n");
+  mine.constraints.gpus = {"b200-180gb"};
+  auto m = PlanJob(mine, own, Calibration::Builtin());
+  ASSERT_TRUE(m.ok());
+  bool saw = false;
+  for (const auto& q : m->plans)
+    if (q.instance.id == "my-b200") {
+      saw = true;
+      EXPECT_NEAR(q.cost.price_per_node_hour, 5, 1e-12);
+    }
+  EXPECT_TRUE(saw);
+}
+
 }  // namespace
 }  // namespace gpuplan

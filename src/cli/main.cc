@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "cli.h"
 #include "commands.h"
 #include "gpuplan/data.h"
 #include "gpuplan/report.h"
@@ -36,6 +37,7 @@ void Usage(FILE* out) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const std::vector<std::string> all(argv + 1, argv + argc);
   try {
     if (argc < 2) {
       Usage(stderr);
@@ -57,12 +59,15 @@ int main(int argc, char** argv) {
     size_t best_d = 3;
     for (const auto& c : kCommands)
       if (size_t d = gpuplan::EditDistance(name, c.name); d < best_d) best_d = d, best = c.name;
+    const gpuplan::Status st = gpuplan::Status::BadInput(
+        {"command line", 0, name}, "unknown command" + (best.empty() ? std::string() : " (did you mean '" + best + "'?)"));
+    if (gpuplan::cli::WantsJson(rest)) return gpuplan::cli::Fail(st, true);
     std::fprintf(stderr, "gpuplan: unknown command '%s'%s\n", name.c_str(),
                  best.empty() ? "" : (" (did you mean '" + best + "'?)").c_str());
     Usage(stderr);
     return 1;
   } catch (const std::exception& ex) {
-    std::fprintf(stderr, "gpuplan: internal error: %s\n", ex.what());
-    return 3;
+    return gpuplan::cli::Fail(gpuplan::Status::Internal(std::string("internal error: ") + ex.what()),
+                              gpuplan::cli::WantsJson(all));
   }
 }

@@ -88,7 +88,7 @@ nlohmann::json JobToJson(const Job& job) {
                   {"head_dim", a.HeadDim()}, {"ffn_hidden", a.Ffn()}, {"vocab", a.vocab}, {"mlp", ToString(a.mlp)},
                   {"norm", ToString(a.norm)}, {"tied_embeddings", a.tied_embeddings},
                   {"position", ToString(a.position)}, {"experts", a.experts},
-                  {"experts_per_token", a.experts_per_token}});
+                  {"experts_per_token", a.IsMoe() ? nlohmann::json(a.experts_per_token) : nlohmann::json(nullptr)}});
   }
   const TrainingSpec& t = job.training;
   nlohmann::json training = {{"method", ToString(t.method)}, {"seq_len", t.seq_len},

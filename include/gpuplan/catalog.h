@@ -79,11 +79,23 @@ struct CellSource {
   Location where;
 };
 
+// A reserved block of an instance type (AWS EC2 Capacity Blocks for ML): its own price kind,
+// billed in whole increments for the nodes booked, no interruptions (data/capacity_blocks.csv).
+struct CapacityBlockSpec {
+  std::string id;                      // the instance row it reserves
+  double usd_per_node_hour = 0;
+  double billing_increment_s = 0;      // the block is billed in whole increments
+  std::vector<int64_t> node_counts;    // the sizes that can be booked
+  std::string region, price_date, source, notes;
+  Location where;
+};
+
 struct Catalog {
   std::vector<GpuSpec> gpus;
   std::vector<LinkSpec> links;
   std::vector<InstanceSpec> instances;
   std::vector<StorageSpec> storage;
+  std::vector<CapacityBlockSpec> capacity_blocks;
   std::vector<CellSource> cell_sources;         // for built-in cells; checked against data/ on load
 
   // The recorded source of a built-in cell, or nullptr.

@@ -16,14 +16,15 @@ enum class Tier { kSingleCard, kSingleNode, kMultiNode };  // the seeds' L1 / L2
 std::string ToString(Tier t);
 
 struct CostBreakdown {
-  double compute_usd = 0;       // price x nodes x wall-clock hours
+  double compute_usd = 0;       // price x nodes x billed hours
+  double billed_hours = 0;      // the wall-clock, or whole capacity-block increments covering it
   double storage_usd = 0;       // dataset + kept checkpoints on the object store, for the wall-clock
   double checkpoint_fs_usd = 0; // parallel FS capacity provisioned for checkpoint throughput
   double requests_usd = 0;      // object-store PUT fees
   double subtotal_usd = 0;      // compute + storage + checkpoint FS + requests
   double with_rerun_usd = 0;    // subtotal x rerun factor: what to budget
   bool price_known = true;
-  std::string price_kind;       // on-demand | spot
+  std::string price_kind;       // on-demand | spot | capacity-block
   double price_per_node_hour = 0;
   std::string price_date;       // the date of the price used (spot: spot_price_date)
 };

@@ -23,25 +23,26 @@ const std::vector<FlagSpec>& PlanFlags() {
 }  // namespace
 
 int CmdPlan(const std::vector<std::string>& argv) {
+  const bool json = WantsJson(argv);
   auto args = ParseArgs(argv, PlanFlags(), true);
-  if (!args.ok()) return Fail(args.status());
+  if (!args.ok()) return Fail(args.status(), json);
   if (args->Has("help")) {
     std::printf("usage: gpuplan plan JOB.yaml [--flags]\n\nThe job's parallel/cluster keys become pins; constraints.* bound the search.\n\n%s",
                 FlagHelp(PlanFlags(), true).c_str());
     return 0;
   }
   auto format = GetFormat(*args);
-  if (!format.ok()) return Fail(format.status());
+  if (!format.ok()) return Fail(format.status(), json);
   // Not finalized: cluster/parallel keys the user set are pins, the rest stay open.
   auto ctx = LoadContext(*args, /*finalize_job=*/false);
-  if (!ctx.ok()) return Fail(ctx.status());
+  if (!ctx.ok()) return Fail(ctx.status(), json);
   const Job* job = &ctx->job;
   const Catalog* catalog = &ctx->catalog;
   const Calibration* cal = &ctx->cal;
   PlanOptions opt;
   const std::string threads = args->Get("threads", "2");
   opt.threads = std::atoi(threads.c_str());
-  if (opt.threads < 1 || opt.threads > 256) return Fail(Status::BadInput({"command line", 0, "--threads"}, "must be in 1..256"));
+  if (opt.threads < 1 || opt.threads > 256) return Fail(Status::BadInput({"command line", 0, "--threads"}, "must be in 1..256"), json);
   std::atomic<int64_t> done{0};
   int64_t total = 0;
   opt.progress = &done;
@@ -64,7 +65,7 @@ int CmdPlan(const std::vector<std::string>& argv) {
   auto result = PlanJob(*job, *catalog, *cal, opt);
   finished = true;
   if (bar.joinable()) bar.join();
-  if (!result.ok()) return Fail(result.status());
+  if (!result.ok()) return Fail(result.status(), json);
   if (*format == Format::kJson) std::printf("%s\n", PlanToJson(*result, *job).dump(2).c_str());
   else std::printf("%s", PlanToText(*result, *job, *format == Format::kMarkdown).c_str());
   return result->plans.empty() ? 2 : 0;

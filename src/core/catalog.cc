@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 
 #include "gpuplan/csv.h"
 #include "gpuplan/data.h"
@@ -162,6 +163,33 @@ Result<StorageSpec> ReadStorage(const CsvRecord& r) {
   return s;
 }
 
+Result<CapacityBlockSpec> ReadCapacityBlock(const CsvRecord& r) {
+  CapacityBlockSpec b;
+  b.id = Lower(r.Str("id"));
+  auto price = r.Number("usd_per_node_hour");
+  if (!price.ok()) return price.status();
+  if (!(*price > 0) || *price > 1e6) return Status::BadInput(r.Where("usd_per_node_hour"), "must be in (0, 1e6] USD per node-hour");
+  b.usd_per_node_hour = *price;
+  auto inc = r.Number("billing_increment_hours");
+  if (!inc.ok()) return inc.status();
+  if (!(*inc > 0) || *inc > 24 * 366) return Status::BadInput(r.Where("billing_increment_hours"), "must be in (0, 8784] hours");
+  b.billing_increment_s = *inc * 3600;
+  for (const auto& part : SplitList(r.Str("node_counts"), ';')) {
+    char* end = nullptr;
+    const long long n = std::strtoll(part.c_str(), &end, 10);
+    if (part.empty() || *end != '\0' || n < 1 || n > 100000)
+      return Status::BadInput(r.Where("node_counts"), "expected node counts like 1;2;4;8, got '" + part + "'");
+    b.node_counts.push_back(n);
+  }
+  if (b.node_counts.empty()) return Status::BadInput(r.Where("node_counts"), "must list the node counts that can be booked");
+  b.region = r.Str("region");
+  b.price_date = r.Str("price_date");
+  b.source = r.Str("source");
+  b.notes = r.Str("notes");
+  b.where = r.Where("");
+  return b;
+}
+
 template <typename T>
 void Upsert(std::vector<T>& rows, T row) {
   for (auto& r : rows)
@@ -189,8 +217,9 @@ Status LoadTable(const CsvTable& t, Catalog& c) {
   if (t.Column("memory_gib") >= 0) return LoadRows(t, c.gpus, ReadGpu);
   if (t.Column("bw_gb_per_s_per_dir") >= 0) return LoadRows(t, c.links, ReadLink);
   if (t.Column("tier") >= 0) return LoadRows(t, c.storage, ReadStorage);
+  if (t.Column("billing_increment_hours") >= 0) return LoadRows(t, c.capacity_blocks, ReadCapacityBlock);
   return Status::BadInput({t.file, 1, ""},
-                          "not a catalog file: the header matches none of gpus, links, instances, storage");
+                          "not a catalog file: the header matches none of gpus, links, instances, storage, capacity_blocks");
 }
 
 template <typename T>
@@ -292,7 +321,7 @@ Result<StorageSpec> Catalog::FindStorage(const std::string& id) const {
 Result<Catalog> LoadCatalog(const CatalogOptions& options) {
   Catalog c;
   RawTables raw;
-  for (const char* name : {"gpus.csv", "links.csv", "instances.csv", "storage.csv"}) {
+  for (const char* name : {"gpus.csv", "links.csv", "instances.csv", "storage.csv", "capacity_blocks.csv"}) {
     std::string_view text = EmbeddedData(name);
     if (text.empty()) continue;
     auto t = ParseCsv(std::string(text), std::string("data/") + name);

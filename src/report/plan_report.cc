@@ -14,6 +14,7 @@ std::string F(const char* fmt, double a, double b) {
   return buf;
 }
 std::string Hours(double s) { return F(s < 3600 * 48 ? "%.1f h" : "%.0f h", s / 3600); }
+std::string Kind(const Plan& p) { return p.cost.price_kind == "on-demand" ? "" : " (" + p.cost.price_kind + ")"; }
 std::string Usd(const CostBreakdown& c, double v) { return c.price_known ? F("$%.0f", v) : "unknown"; }
 std::string Layout(const Plan& p) {
   const ParallelSpec& q = p.job.parallel;
@@ -77,7 +78,7 @@ nlohmann::json PlanJson(const Plan& p) {
       {"cost_usd", usd(c.with_rerun_usd)},
       {"cost_breakdown",
        {{"price_kind", c.price_kind}, {"price_per_node_hour", usd(c.price_per_node_hour)},
-        {"compute_usd", usd(c.compute_usd)}, {"storage_usd", c.storage_usd}, {"checkpoint_fs_usd", c.checkpoint_fs_usd},
+        {"compute_usd", usd(c.compute_usd)}, {"billed_hours", c.billed_hours}, {"storage_usd", c.storage_usd}, {"checkpoint_fs_usd", c.checkpoint_fs_usd},
         {"requests_usd", c.requests_usd}, {"subtotal_usd", usd(c.subtotal_usd)}, {"with_rerun_usd", usd(c.with_rerun_usd)},
         {"price_known", c.price_known}, {"price_date", c.price_date}}},
       {"network", {{"link", p.network}, {"rdma_required", p.nodes > 1 ? nlohmann::json(p.rdma_required) : nlohmann::json(nullptr)},
@@ -202,7 +203,7 @@ std::string PlanToText(const PlanResult& r, const Job& job, bool md) {
     std::vector<std::vector<std::string>> rows;
     int rank = 1;
     for (const auto& p : r.plans)
-      rows.push_back({std::to_string(rank++), p.instance.id + (p.cost.price_kind == "spot" ? " (spot)" : ""),
+      rows.push_back({std::to_string(rank++), p.instance.id + Kind(p),
                       std::to_string(p.nodes), std::to_string(p.job.cluster.num_gpus), Layout(p),
                       std::to_string(p.job.training.micro_batch) + "x" + std::to_string(p.estimate.grad_accum),
                       ToString(p.job.training.recompute), ToString(p.job.training.precision),
@@ -216,7 +217,7 @@ std::string PlanToText(const PlanResult& r, const Job& job, bool md) {
     out += md ? "\n### Recommended setup\n\n" : "\nrecommended setup\n-----------------\n";
     auto line = [&](const std::string& k, const std::string& v) { out += (md ? "- **" + k + "**: " : "  " + k + ": ") + v + "\n"; };
     line("tier", ToString(p.tier));
-    line("instance", p.instance.id + " x " + std::to_string(p.nodes) + " (" + std::to_string(p.instance.gpu_count) + " x " +
+    line("instance", p.instance.id + Kind(p) + " x " + std::to_string(p.nodes) + " (" + std::to_string(p.instance.gpu_count) + " x " +
                          p.instance.gpu_id + " per node, " + p.job.cluster.intra_node + " inside)");
     line("layout", Layout(p) + (p.job.parallel.sequence_parallel ? " + sequence parallel" : "") + ", micro-batch " +
                        std::to_string(p.job.training.micro_batch) + " x " + std::to_string(p.estimate.grad_accum) +
@@ -239,8 +240,8 @@ std::string PlanToText(const PlanResult& r, const Job& job, bool md) {
     line("time", TimeLine(p));
     line("reliability", ReliabilityLine(p));
     if (c.price_known) {
-      std::snprintf(buf, sizeof buf, "compute $%.0f (%s, %s) + storage $%.0f + checkpoint FS $%.0f + requests $%.0f = $%.0f; x%.2f rerun/debug factor = $%.0f to budget",
-                    c.compute_usd, Hours(p.time_s).c_str(), Price(c).c_str(), c.storage_usd, c.checkpoint_fs_usd, c.requests_usd,
+      std::snprintf(buf, sizeof buf, "compute $%.0f (%s billed, %s) + storage $%.0f + checkpoint FS $%.0f + requests $%.0f = $%.0f; x%.2f rerun/debug factor = $%.0f to budget",
+                    c.compute_usd, Hours(c.billed_hours * 3600).c_str(), Price(c).c_str(), c.storage_usd, c.checkpoint_fs_usd, c.requests_usd,
                     c.subtotal_usd, job.constraints.rerun_factor, c.with_rerun_usd);
       line("cost", buf);
     } else {
@@ -253,7 +254,7 @@ std::string PlanToText(const PlanResult& r, const Job& job, bool md) {
     out += md ? "\n### Pareto front (wall-clock vs cost)\n\n" : "\npareto front (wall-clock vs cost)\n";
     std::vector<std::vector<std::string>> rows;
     for (const auto& p : r.pareto)
-      rows.push_back({p.instance.id + (p.cost.price_kind == "spot" ? " (spot)" : ""), std::to_string(p.job.cluster.num_gpus),
+      rows.push_back({p.instance.id + Kind(p), std::to_string(p.job.cluster.num_gpus),
                       Layout(p), Hours(p.time_s), Usd(p.cost, p.cost.with_rerun_usd)});
     out += RenderTable({"instance", "GPUs", "layout", "time", "cost"}, rows, md);
   }

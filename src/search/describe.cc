@@ -160,10 +160,15 @@ Plan Describe(const Context& ctx, const std::vector<Setup>& setups, const std::v
   HostChecks(ctx, su, hw, p);
   if (it.nodes > 1) NetworkNeeds(ctx, su, hw, p);
   SpotWarnings(ctx, su, p);
+  if (su.price_kind == "capacity-block")
+    p.warnings.push_back("capacity block: booked ahead for " + std::to_string(p.nodes) + " nodes and billed in whole " +
+                         Fmt("%.0f h increments (%.0f h billed for the run); the wait until the block starts is not in the wall-clock",
+                             su.billing_increment_s / 3600, p.cost.billed_hours));
   if (!p.storage.target)
     p.warnings.push_back("no checkpoint target with a known write rate for " + su.inst.provider +
                          ": a failure restarts the run from the start (the wall-clock counts that)");
-  p.bottleneck = Bottleneck(p.job, hw, p.estimate);
+  // Hardware what-ifs (RDMA, local NVMe) are resolved from the catalog, as the flags would be.
+  p.bottleneck = AnalyzeBottleneck(p.job, &ctx.catalog, hw, p.estimate).sentence;
   return p;
 }
 

@@ -99,6 +99,16 @@ std::vector<Setup> EnumerateSetups(const Context& ctx, Rejects& rejects, std::ve
       out.push_back(sp);
     }
     if (con.spot == SpotPolicy::kOnly && !inst.spot_usd_per_hour) rejects.Add("no_spot_price", "instance skipped: no spot price");
+    for (const auto& b : ctx.catalog.capacity_blocks) {
+      if (b.id != inst.id || con.spot == SpotPolicy::kOnly) continue;
+      Setup cb = base;
+      cb.price_kind = "capacity-block";
+      cb.price = b.usd_per_node_hour;
+      cb.price_date = b.price_date;
+      cb.node_counts = b.node_counts;
+      cb.billing_increment_s = b.billing_increment_s;
+      out.push_back(cb);
+    }
   }
   int64_t unknown = 0;
   for (const auto& s : out) unknown += !s.price;
@@ -207,6 +217,7 @@ std::vector<Item> EnumerateItems(const Context& ctx, const std::vector<Setup>& s
     if (con.max_gpus < per) rejects.Add("max_gpus", "instance skipped: more GPUs per node than constraints.max_gpus");
     for (int64_t n : NodeCounts(max_nodes)) {
       if (ctx.pinned("cluster.num_gpus") && n * per != ctx.job.cluster.num_gpus) continue;
+      if (!su.node_counts.empty() && std::find(su.node_counts.begin(), su.node_counts.end(), n) == su.node_counts.end()) continue;
       Item it;
       it.variant = vi;
       it.nodes = n;

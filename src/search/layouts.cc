@@ -35,7 +35,9 @@ CostBreakdown Bill(const Context& ctx, const Setup& su, const Item& it, const Wa
   c.price_per_node_hour = su.price.value_or(0);
   c.price_date = su.price_date;
   const double hours = w.time_s / 3600;
-  c.compute_usd = c.price_per_node_hour * static_cast<double>(it.nodes) * hours;
+  // A capacity block is billed in whole increments (AWS: 24 h), used or not.
+  c.billed_hours = su.billing_increment_s > 0 ? std::ceil(w.time_s / su.billing_increment_s) * su.billing_increment_s / 3600 : hours;
+  c.compute_usd = c.price_per_node_hour * static_cast<double>(it.nodes) * c.billed_hours;
   if (it.object_usd_per_gb_month) {
     c.storage_usd = it.stored_bytes / 1e9 * *it.object_usd_per_gb_month * hours / (24 * 30);
     const bool uses_object = t && (t->kind.find("object") != std::string::npos || t->kind.find("upload") != std::string::npos);

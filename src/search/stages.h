@@ -44,6 +44,8 @@ struct Setup {
   std::optional<double> price;   // per node-hour
   std::string price_date;
   std::string price_note;        // why the price differs from the catalog row ("" = as listed)
+  std::vector<int64_t> node_counts;  // capacity blocks: the sizes that can be booked (empty = any)
+  double billing_increment_s = 0;    // capacity blocks: billed in whole increments (0 = per second)
   std::string intra, network;    // link ids ("" = default for the GPU)
   int64_t nics = 0;
   bool multi_node_ok = true;

@@ -54,8 +54,10 @@ TEST(PlanProperty, NoPlanViolatesAConstraint) {
         // compute bill is price x nodes x wall-clock.
         EXPECT_GE(p.time_s, (p.train_s + p.startup.Total()) * (1 - 1e-12)) << "seed " << seed;
         EXPECT_NEAR(p.wall.goodput, p.train_s / p.time_s, 1e-12) << "seed " << seed;
-        EXPECT_NEAR(p.cost.compute_usd, p.cost.price_per_node_hour * static_cast<double>(p.nodes) * p.time_s / 3600,
+        EXPECT_NEAR(p.cost.compute_usd, p.cost.price_per_node_hour * static_cast<double>(p.nodes) * p.cost.billed_hours,
                     1e-9 * p.cost.compute_usd) << "seed " << seed;
+        if (p.cost.price_kind == "capacity-block") EXPECT_GE(p.cost.billed_hours, p.time_s / 3600 * (1 - 1e-12));
+        else EXPECT_NEAR(p.cost.billed_hours, p.time_s / 3600, 1e-9 * p.time_s) << "seed " << seed;
         EXPECT_NEAR(p.cost.with_rerun_usd, p.cost.subtotal_usd * c.rerun_factor, 1e-9 * p.cost.subtotal_usd);
         EXPECT_LE(p.memory_bytes, p.instance.gpu_count > 0 ? 1e30 : 0);
       }

@@ -41,6 +41,7 @@ std::string RenderTable(const std::vector<std::string>& header, const std::vecto
 }  // namespace gpuplan
 
 #include "gpuplan/estimate.h"
+#include "gpuplan/reliability.h"
 #include "gpuplan/validation.h"
 
 namespace gpuplan {
@@ -52,6 +53,7 @@ struct EstimateReport {
   MemoryReport memory;
   std::string bottleneck;
   std::vector<WhatIf> what_ifs;  // the re-estimates behind the bottleneck sentence's claims
+  std::optional<JobWallClock> wall;  // the wall-clock split (reliability.h R§5); nullopt without tokens
 };
 
 nlohmann::json EstimateToJson(const EstimateReport& r);

@@ -40,7 +40,8 @@ int CmdEstimate(const std::vector<std::string>& argv) {
   if (!hw.ok()) return Fail(hw.status(), json);
   const StepEstimate step = EstimateStep(*job, *hw);
   const BottleneckReport b = AnalyzeBottleneck(*job, catalog, *hw, step);
-  const EstimateReport r{*job, *hw, step, BuildMemoryReport(*job, hw->gpu, *cal), b.sentence, b.what_ifs};
+  EstimateReport r{*job, *hw, step, BuildMemoryReport(*job, hw->gpu, *cal), b.sentence, b.what_ifs, std::nullopt};
+  if (job->training.tokens > 0) r.wall = EstimateJobWallClock(*job, *hw, step, *catalog, *cal);
   if (*format == Format::kJson) {
     nlohmann::json out = EstimateToJson(r);
     if (!r.memory.fits) out["error"] = ErrorToJson(DoesNotFit(r.memory))["error"];

@@ -77,6 +77,14 @@ nlohmann::json EstimateToJson(const EstimateReport& r) {
       {"model_tflops_per_gpu", e.model_tflops_per_gpu},
       {"model_flops_per_token", e.model_flops_per_token},
       {"time_to_train_s", known(tokens_known, e.time_to_train_s)},
+      {"time_s", r.wall ? nlohmann::json(r.wall->wall.time_s) : nlohmann::json(nullptr)},
+      {"train_s", r.wall ? nlohmann::json(r.wall->wall.train_s) : nlohmann::json(nullptr)},
+      {"startup_s", r.wall ? nlohmann::json(r.wall->startup.Total()) : nlohmann::json(nullptr)},
+      {"checkpoint_stall_s", r.wall ? nlohmann::json(r.wall->wall.checkpoint_stall_s) : nlohmann::json(nullptr)},
+      {"expected_lost_s", r.wall ? nlohmann::json(r.wall->wall.expected_lost_s) : nlohmann::json(nullptr)},
+      {"final_save_s", r.wall ? nlohmann::json(r.wall->wall.final_save_s) : nlohmann::json(nullptr)},
+      {"goodput", r.wall ? nlohmann::json(r.wall->wall.goodput) : nlohmann::json(nullptr)},
+      {"expected_failures", r.wall ? nlohmann::json(r.wall->wall.expected_failures) : nlohmann::json(nullptr)},
       {"gpu_hours", known(tokens_known, e.gpu_hours)},
       {"breakdown_s", bd},
       {"communication",
@@ -133,6 +141,15 @@ std::string EstimateToText(const EstimateReport& r, bool md) {
                       : "";
     m.push_back({"time to train " + FormatCount(t.tokens) + " tokens" + from_samples, Duration(e.time_to_train_s)});
     m.push_back({"GPU-hours", F("%.0f", e.gpu_hours)});
+  }
+  if (r.wall) {
+    const WallClock& w = r.wall->wall;
+    m.push_back({"wall-clock (start-up + steps + checkpoint stalls + expected lost work + final save)", Duration(w.time_s)});
+    m.push_back({"  start-up / checkpoint stalls / expected lost / final save",
+                 Duration(r.wall->startup.Total()) + " / " + Duration(w.checkpoint_stall_s) + " / " + Duration(w.expected_lost_s) + " / " +
+                     Duration(w.final_save_s)});
+    m.push_back({"  goodput (steps / wall-clock)", F("%.1f%%", 100 * w.goodput)});
+    m.push_back({"  expected failures (Llama 3 rate)", F("%.2f", w.expected_failures)});
   }
   if (e.checkpoint_bytes > 0)
     m.push_back({"checkpoint size (GB)", F("%.1f", e.checkpoint_bytes / 1e9)});

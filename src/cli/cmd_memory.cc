@@ -35,6 +35,11 @@ int CmdMemory(const std::vector<std::string>& argv) {
   }
   if (gpu->memory_bytes <= 0)
     return Fail(Status::BadInput({gpu->where.file, gpu->where.line, "memory_gib"}, "GPU '" + gpu->id + "' has no known memory size"), json);
+  // The same precision check as estimate: no bf16 on V100/T4 (it suggests fp16), no fp8 before Hopper/Ada.
+  if (const std::string why = gpu->PrecisionProblem(job->training.precision); !why.empty()) {
+    Location l = job->IsSet("training.precision") ? job->set_keys.at("training.precision") : Location{"", 0, "training.precision"};
+    return Fail(Status::BadInput(l, why), json);
+  }
   const MemoryReport r = BuildMemoryReport(*job, *gpu, *cal);
   if (*format == Format::kJson) {
     nlohmann::json out = MemoryToJson(r);

@@ -245,6 +245,31 @@ TEST(Cli, ReadmeExamplesExitAsDocumented) {
   }
 }
 
+// Issue 7: V100/T4 have no bf16; memory and estimate say so and point at fp16.
+TEST(Cli, Bf16OnVoltaIsAnErrorThatSuggestsFp16) {
+  for (const char* cmd : {"memory", "estimate"}) {
+    Proc r = Exec(std::string(cmd) + " --model llama-2-7b --gpu v100 --precision bf16 --method lora");
+    EXPECT_EQ(r.exit_code, 1) << cmd << ": " << r.out;
+    EXPECT_NE(r.out.find("--precision fp16"), std::string::npos) << r.out;
+    Proc ok = Exec(std::string(cmd) + " --model llama-2-7b --gpu v100-sxm-32gb --precision fp16 --method qlora");
+    EXPECT_EQ(ok.exit_code, 0) << cmd << ": " << ok.out;
+  }
+}
+
+// Issue 7: estimate reports the same wall-clock split as plan.
+TEST(Cli, EstimateReportsTheWallClockSplit) {
+  Proc r = Exec("estimate --model llama-2-7b --num-gpus 8 --zero 3 --tokens 1e9 --storage aws-s3-standard --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  for (const char* k : {"time_s", "train_s", "startup_s", "checkpoint_stall_s", "expected_lost_s", "final_save_s", "goodput"})
+    ASSERT_TRUE(j.contains(k) && j[k].is_number()) << k;
+  EXPECT_GE(j["time_s"].get<double>(), j["train_s"].get<double>() + j["startup_s"].get<double>());
+  EXPECT_NEAR(j["goodput"].get<double>(), j["train_s"].get<double>() / j["time_s"].get<double>(), 1e-12);
+  Proc none = Exec("estimate --model llama-2-7b --num-gpus 8 --zero 3 --json");
+  ASSERT_EQ(none.exit_code, 0) << none.out;
+  EXPECT_TRUE(nlohmann::json::parse(none.out)["time_s"].is_null()) << "no tokens: no wall-clock";
+}
+
 TEST(Cli, PlanReportsAndJson) {
   std::string job = Write("plan.yaml",
                           "model: {preset: llama-2-13b}\ntraining: {seq_len: 4096, global_batch: 128, tokens: 2e9}\n"

@@ -328,7 +328,7 @@ const std::vector<KeyEntry>& Entries() {
       j.constraints.spot = *v;
       return Status::Ok();
     });
-    add("constraints.min_memory_headroom", "min-memory-headroom", "fraction of GPU memory kept free (default 0.05)", Real([](Job& j) -> double& { return j.constraints.min_memory_headroom; }, [](double v) { return !(v < 0 || v >= 0.9); }, "must be in [0, 0.9)"));
+    add("constraints.min_memory_headroom", "min-memory-headroom", "fraction of GPU memory kept free (default: the memory model's p90 error, calibration memory_model_error_margin)", Real([](Job& j) -> double& { return j.constraints.min_memory_headroom; }, [](double v) { return !(v < 0 || v >= 0.9); }, "must be in [0, 0.9)"));
     add("constraints.objective", "objective", "time|cost|balanced (default balanced)", [](Job& j, const std::string& s, const Location& w) -> Status {
       auto v = ParseEnum<Objective>(s, w, {{"time", Objective::kTime}, {"cost", Objective::kCost}, {"balanced", Objective::kBalanced}});
       if (!v.ok()) return v.status();

@@ -154,8 +154,11 @@ double ModelFlopsPerToken(const Arch& a, int64_t seq_len, bool frozen_base) {
   // C§1 llm-foundry convention: 6 x every (active) parameter + 12 x L x h x s; its benchmark
   // table's NumParams include the learned position table, and so does this count.
   // A frozen base (LoRA/QLoRA) skips the weight gradients: 4N instead of 6N (C§4).
+  // The attention term is 6·L·s·(q·k width + attention-output width): 12·L·h·s whenever both are
+  // h (every Llama/Qwen2/Mixtral/GPT-2 shape); Gemma's explicit head_dim and MLA differ (C§1).
   const double n = static_cast<double>(CountParams(a).active);
-  return (frozen_base ? 4 : 6) * n + 12.0 * a.layers * a.hidden * static_cast<double>(seq_len);
+  const double widths = static_cast<double>(a.QDim() + a.ODim());
+  return (frozen_base ? 4 : 6) * n + 6.0 * a.layers * widths * static_cast<double>(seq_len);
 }
 
 namespace {

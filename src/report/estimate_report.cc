@@ -144,8 +144,8 @@ std::string EstimateToText(const EstimateReport& r, bool md) {
   }
   if (r.wall) {
     const WallClock& w = r.wall->wall;
-    m.push_back({"wall-clock (start-up + steps + checkpoint stalls + expected lost work + final save)", Duration(w.time_s)});
-    m.push_back({"  start-up / checkpoint stalls / expected lost / final save",
+    m.push_back({"wall-clock (all of the below)", Duration(w.time_s)});
+    m.push_back({"  start-up / ckpt stalls / lost work / final save",
                  Duration(r.wall->startup.Total()) + " / " + Duration(w.checkpoint_stall_s) + " / " + Duration(w.expected_lost_s) + " / " +
                      Duration(w.final_save_s)});
     m.push_back({"  goodput (steps / wall-clock)", F("%.1f%%", 100 * w.goodput)});

@@ -118,7 +118,7 @@ nlohmann::json PlanToJson(const PlanResult& r, const Job& job) {
   const Constraints& c = job.constraints;
   inputs["constraints"] = {{"deadline_hours", c.deadline_hours}, {"budget_usd", c.budget_usd}, {"max_gpus", c.max_gpus},
                            {"clouds", c.clouds}, {"gpus", c.gpus}, {"spot", ToString(c.spot)},
-                           {"min_memory_headroom", c.min_memory_headroom}, {"objective", ToString(c.objective)},
+                           {"min_memory_headroom", job.IsSet("constraints.min_memory_headroom") ? nlohmann::json(c.min_memory_headroom) : nlohmann::json(nullptr)}, {"objective", ToString(c.objective)},
                            {"rerun_factor", c.rerun_factor}};
   return {{"version", kVersion}, {"schema", kJsonSchemaVersion}, {"model_fingerprint", ModelFingerprint()},
           {"inputs", inputs}, {"plans", plans},

@@ -1,4 +1,5 @@
 // §3 pruning, §2 the layouts of one work item, §5 pricing at wall-clock (docs/model/planner.md).
+#include <algorithm>
 #include <cmath>
 
 #include "stages.h"
@@ -16,12 +17,13 @@ double Score(Objective o, double time_s, const CostBreakdown& c) {
 }
 
 const char* HotRejectCode(int r) {
-  static const char* const codes[] = {"batch_not_divisible", "memory", "tp_crosses_nodes", "ep_layout"};
+  static const char* const codes[] = {"batch_not_divisible", "memory", "tp_crosses_nodes", "ep_layout", "recompute_dominated"};
   return codes[r];
 }
 const char* HotRejectReason(int r) {
   static const char* const reasons[] = {"global batch not divisible by dp x micro-batch", "does not fit GPU memory (with the headroom)",
-                                        "tp crosses nodes", "ep does not fit the layout"};
+                                        "tp crosses nodes", "ep does not fit the layout",
+                                        "more recompute where a lighter recompute already fits at this micro-batch (never faster)"};
   return reasons[r];
 }
 
@@ -115,12 +117,18 @@ struct Fastest {
 
 // The micro-batch and offload loop of one (tp, cp, pp, vpp, zero, recompute): the first offload
 // level that fits; memory does not fall as the micro-batch grows, so a miss ends the loop.
-void TryMicroBatches(const Context& ctx, const LayoutSpace& sp, const Variant& v, Job& j, Fastest& best, SearchState& st) {
+// Micro-batches up to `dominated_upto` already fitted without offload at a lighter recompute,
+// which is never slower at the same micro-batch: they are skipped (counted as considered).
+// Returns the largest micro-batch that fits without offload (0 = none).
+int64_t TryMicroBatches(const Context& ctx, const LayoutSpace& sp, const Variant& v, Job& j, int64_t dominated_upto, Fastest& best,
+                        SearchState& st) {
   const int64_t dp = j.parallel.dp, gb = ctx.job.training.global_batch;
   const double cap = v.hw.gpu.memory_bytes * (1 - ctx.headroom);
+  int64_t fit_plain = 0;
   for (int64_t mb : sp.mbs) {
     ++st.considered;
     if (gb % (dp * mb) != 0) { ++st.hot[kBatchNotDivisible]; continue; }
+    if (mb <= dominated_upto) { ++st.hot[kDominated]; fit_plain = mb; continue; }
     j.training.micro_batch = mb;
     double mem = 0;
     bool fits = false;
@@ -131,6 +139,7 @@ void TryMicroBatches(const Context& ctx, const LayoutSpace& sp, const Variant& v
       if ((fits = mem <= cap)) break;
     }
     if (!fits) { ++st.hot[kMemory]; break; }
+    if (j.parallel.offload == Offload::kNone) fit_plain = mb;
     st.any_fits_memory = true;
     ++st.evaluated;
     const StepEstimate e = EstimateStep(j, v.hw);
@@ -144,6 +153,7 @@ void TryMicroBatches(const Context& ctx, const LayoutSpace& sp, const Variant& v
     if (!best.found || train_s < best.train_s || (train_s == best.train_s && mem < best.memory_bytes))
       best = {true, j.parallel, mb, j.training.recompute, mem, train_s};
   }
+  return fit_plain;
 }
 
 // §5 the item's fastest layout priced at wall-clock with its best checkpoint target, then the
@@ -210,6 +220,7 @@ void SearchItem(const Context& ctx, const LayoutSpace& sp, const std::vector<Set
           if (pp * vpp > a.layers || (vpp > 1 && pp == 1)) continue;
           for (int zero : sp.zeros) {
             if (zero > 0 && dp * cp == 1) continue;
+            int64_t dominated_upto = 0;  // sp.rcs runs from the lightest recompute up
             for (Recompute rc : sp.rcs) {
               j.parallel.tp = tp;
               j.parallel.pp = pp;
@@ -221,7 +232,7 @@ void SearchItem(const Context& ctx, const LayoutSpace& sp, const std::vector<Set
               j.parallel.sequence_parallel = tp > 1 && (!ctx.pinned("parallel.sequence_parallel") || ctx.job.parallel.sequence_parallel);
               j.parallel.ep = ctx.job.parallel.ep;
               j.training.recompute = rc;
-              TryMicroBatches(ctx, sp, v, j, best, st);
+              dominated_upto = std::max(dominated_upto, TryMicroBatches(ctx, sp, v, j, dominated_upto, best, st));
             }
           }
         }

@@ -105,7 +105,7 @@ struct Candidate {
 };
 
 // Reasons counted in the innermost loops, by index (no string work per candidate).
-enum HotReject { kBatchNotDivisible, kMemory, kTpCrossesNodes, kEpLayout, kHotRejectCount };
+enum HotReject { kBatchNotDivisible, kMemory, kTpCrossesNodes, kEpLayout, kDominated, kHotRejectCount };
 const char* HotRejectCode(int r);
 const char* HotRejectReason(int r);
 

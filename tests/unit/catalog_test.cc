@@ -78,7 +78,7 @@ TEST(Catalog, BadOverrideRowHasLocation) {
   o.override_files = {path};
   auto c = LoadCatalog(o);
   ASSERT_FALSE(c.ok());
-  EXPECT_EQ(c.status().ToString(), path + ":2: memory_gib: 'lots' is not a number (or unknown/none)");
+  EXPECT_EQ(c.status().ToString(), path + ":2: memory_gib: expected a decimal number (or unknown/none), got 'lots'");
 }
 
 TEST(Catalog, ChinaMarketAndConsumerGpusByIdAndAlias) {

@@ -86,6 +86,11 @@ struct ParamCounts {
   int64_t active = 0;          // parameters touched per token (MoE: top-k experts only)
 };
 
+// The largest parameter count gpuplan models (model.params: 1e15, or a shape): ValidateArch refuses
+// a shape beyond it, so every count of an accepted shape is exact in int64 with room for bytes.
+inline constexpr int64_t kMaxParamCount = 1'000'000'000'000'000;
+
+// Exact for every shape ValidateArch accepts (summed in 128 bits; a refused shape saturates).
 ParamCounts CountParams(const Arch& arch);
 
 // LoRA adapters: rank r on the named projections of every layer.
@@ -94,11 +99,12 @@ struct LoraSpec {
   double alpha = 32;               // Default: 32 (scaling only; no memory effect).
   std::vector<std::string> targets = {"q_proj", "k_proj", "v_proj", "o_proj"};  // Default: attention.
 };
-// Trainable adapter parameters; unknown target names are reported with their location by the parser.
+// Trainable adapter parameters (exact in 128 bits, saturating at INT64_MAX); unknown target names are reported with their location by the parser.
 int64_t CountLoraParams(const Arch& arch, const LoraSpec& lora);
 bool IsKnownLoraTarget(const std::string& name);
 
-// Checks the shape is consistent (heads divide hidden, kv_heads divide heads, ...).
+// Checks the shape is consistent (heads divide hidden, kv_heads divide heads, ...), every dimension
+// at most 2^24 and the whole count at most kMaxParamCount (an error at the key that makes it).
 Status ValidateArch(const Arch& arch, const Location& where);
 
 // Synthesizes a plausible dense shape for a raw parameter count (docs/model/memory.md §1.3).

@@ -19,6 +19,17 @@ bool IsBoolKey(const std::string& key) {
     if (key == k) return true;
   return false;
 }
+
+// A switch (a flag without a value) written --name=VALUE: yes/true/on/1 turn it on, no/false/off/0
+// leave it off, anything else is an error (never "on because the flag is there").
+Result<bool> SwitchValue(const std::string& name, const std::string& value) {
+  for (const char* on : {"true", "yes", "on", "1"})
+    if (value == on) return true;
+  for (const char* off : {"false", "no", "off", "0"})
+    if (value == off) return false;
+  return Status::BadInput({"command line", 0, "--" + name},
+                          "takes no value (or --" + name + "=true/false), got '" + value + "'");
+}
 }  // namespace
 
 Result<Args> ParseArgs(const std::vector<std::string>& argv, const std::vector<FlagSpec>& own, bool job_flags) {
@@ -52,6 +63,12 @@ Result<Args> ParseArgs(const std::vector<std::string>& argv, const std::vector<F
                               "unknown flag" + (best.empty() ? std::string() : " (did you mean --" + best + "?)"));
     }
     const bool takes_value = spec != own.end() ? spec->takes_value : true;
+    if (!takes_value && has_value) {
+      auto on = SwitchValue(name, value);
+      if (!on.ok()) return on.status();
+      if (!*on) continue;
+      value.clear();
+    }
     const bool optional_value = jk != nullptr && IsBoolKey(jk->key);
     if (takes_value && !has_value) {
       if (i + 1 < argv.size() && (!optional_value || argv[i + 1].rfind("--", 0) != 0)) {
@@ -136,9 +153,18 @@ Status RefusePlanFlags(const Args& args, const std::string& command) {
 bool WantsJson(const std::vector<std::string>& argv) {
   for (size_t i = 0; i < argv.size(); ++i) {
     if (argv[i] == "--json" || argv[i] == "--format=json") return true;
+    if (argv[i].rfind("--json=", 0) == 0) {
+      auto on = SwitchValue("json", argv[i].substr(7));
+      if (!on.ok() || *on) return true;  // a bad --json=VALUE still gets its error as JSON
+      continue;
+    }
     if (argv[i] == "--format" && i + 1 < argv.size() && argv[i + 1] == "json") return true;
   }
   return false;
+}
+
+std::string DumpJson(const nlohmann::json& j) {
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 nlohmann::json ErrorToJson(const Status& st) {
@@ -153,7 +179,7 @@ nlohmann::json ErrorToJson(const Status& st) {
 }
 
 int Fail(const Status& st, bool json) {
-  if (json) std::printf("%s\n", ErrorToJson(st).dump(2).c_str());
+  if (json) std::printf("%s\n", DumpJson(ErrorToJson(st)).c_str());
   else std::fprintf(stderr, "gpuplan: %s\n", st.ToString().c_str());
   return st.ExitCode() == 0 ? 3 : st.ExitCode();
 }

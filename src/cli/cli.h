@@ -9,6 +9,7 @@
 
 #include "gpuplan/calibration.h"
 #include "gpuplan/catalog.h"
+#include "gpuplan/csv.h"
 #include "gpuplan/job.h"
 #include "gpuplan/report.h"
 
@@ -64,6 +65,9 @@ Status RefusePlanFlags(const Args& args, const std::string& command);
 // A command reports a failure with Fail(status, WantsJson(argv)): it prints that object (or, without
 // --json, "gpuplan: file:line: key: reason" on stderr) and returns the exit code (1, 2 or 3).
 bool WantsJson(const std::vector<std::string>& argv);
+// Every JSON the CLI prints, indented by 2. Always valid UTF-8: bytes that are not (a Latin-1 file
+// name, a key or value from a file) become U+FFFD instead of a JSON-library exception (exit 3).
+std::string DumpJson(const nlohmann::json& j);
 nlohmann::json ErrorToJson(const Status& st);
 int Fail(const Status& st, bool json);
 

@@ -45,7 +45,7 @@ int CmdEstimate(const std::vector<std::string>& argv) {
   if (*format == Format::kJson) {
     nlohmann::json out = EstimateToJson(r);
     if (!r.memory.fits) out["error"] = ErrorToJson(DoesNotFit(r.memory))["error"];
-    std::printf("%s\n", out.dump(2).c_str());
+    std::printf("%s\n", DumpJson(out).c_str());
   } else {
     std::printf("%s", EstimateToText(r, *format == Format::kMarkdown).c_str());
   }

@@ -40,11 +40,19 @@ int CmdMemory(const std::vector<std::string>& argv) {
     Location l = job->IsSet("training.precision") ? job->set_keys.at("training.precision") : Location{"", 0, "training.precision"};
     return Fail(Status::BadInput(l, why), json);
   }
+  // cluster.intra_node, cluster.network and cluster.storage resolve exactly as in estimate (one path,
+  // ResolveHardware): an unknown link or storage is an error here too. Its step-time needs (a known
+  // peak, memory bandwidth) come after those checks and are estimate's alone.
+  if (auto hw = ResolveHardware(*job, *catalog, *cal); !hw.ok()) {
+    const std::string& key = hw.status().location().key;  // the dotted key, or the flag that set it
+    for (const char* k : {"cluster.gpu", "cluster.intra_node", "cluster.network", "cluster.storage"})
+      if (key == k || (job->IsSet(k) && job->set_keys.at(k).key == key)) return Fail(hw.status(), json);
+  }
   const MemoryReport r = BuildMemoryReport(*job, *gpu, *cal);
   if (*format == Format::kJson) {
     nlohmann::json out = MemoryToJson(r);
     if (!r.fits) out["error"] = ErrorToJson(DoesNotFit(r))["error"];
-    std::printf("%s\n", out.dump(2).c_str());
+    std::printf("%s\n", DumpJson(out).c_str());
   } else {
     std::printf("%s", MemoryToText(r, *format == Format::kMarkdown).c_str());
   }

@@ -41,7 +41,9 @@ int CmdPlan(const std::vector<std::string>& argv) {
   const Calibration* cal = &ctx->cal;
   PlanOptions opt;
   const std::string threads = args->Get("threads", "2");
-  opt.threads = std::atoi(threads.c_str());
+  auto n_threads = ParseInteger(threads, {"command line", 0, "--threads"}, 1, 256);  // whole value: "2abc" is an error
+  if (!n_threads.ok()) return Fail(n_threads.status(), json);
+  opt.threads = static_cast<int>(*n_threads);
   if (opt.threads < 1 || opt.threads > 256) return Fail(Status::BadInput({"command line", 0, "--threads"}, "must be in 1..256"), json);
   std::atomic<int64_t> done{0};
   int64_t total = 0;
@@ -66,7 +68,7 @@ int CmdPlan(const std::vector<std::string>& argv) {
   finished = true;
   if (bar.joinable()) bar.join();
   if (!result.ok()) return Fail(result.status(), json);
-  if (*format == Format::kJson) std::printf("%s\n", PlanToJson(*result, *job).dump(2).c_str());
+  if (*format == Format::kJson) std::printf("%s\n", DumpJson(PlanToJson(*result, *job)).c_str());
   else std::printf("%s", PlanToText(*result, *job, *format == Format::kMarkdown).c_str());
   return result->plans.empty() ? 2 : 0;
 }

@@ -1,4 +1,5 @@
 #include "gpuplan/csv.h"
+#include "gpuplan/input_file.h"
 
 #include <cerrno>
 #include <charconv>
@@ -185,7 +186,7 @@ Result<std::string> ReadTextFile(const std::string& path) {
 }
 
 Result<CsvTable> ReadCsvFile(const std::string& path) {
-  auto text = ReadTextFile(path);
+  auto text = ReadInputFile(path);  // regular files only, under kMaxInputFileBytes
   if (!text.ok()) return text.status();
   return ParseCsv(*text, path);
 }

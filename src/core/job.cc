@@ -1,4 +1,5 @@
 // Job parsing and validation: YAML/JSON files (yaml-cpp parses both, with line numbers) and flags.
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cctype>
@@ -10,6 +11,7 @@
 #include <functional>
 
 #include "gpuplan/csv.h"
+#include "gpuplan/input_file.h"
 #include "gpuplan/job.h"
 #include "gpuplan/job_keys.h"
 #include "gpuplan/strings.h"
@@ -20,14 +22,8 @@ namespace {
 
 Status Bad(const Location& where, const std::string& why) { return Status::BadInput(where, why); }
 
-Result<double> ParseNumber(const std::string& s, const Location& where) {
-  errno = 0;
-  char* end = nullptr;
-  double v = std::strtod(s.c_str(), &end);
-  if (s.empty() || end == s.c_str() || *end != '\0' || errno == ERANGE || !std::isfinite(v))
-    return Bad(where, "expected a number, got '" + s + "'");
-  return v;
-}
+// The project's one number parser (csv.h): decimal only, the whole value, finite; no hex, no inf/nan.
+Result<double> ParseNumber(const std::string& s, const Location& where) { return ParseDecimal(s, where); }
 
 Result<int64_t> ParseInt(const std::string& s, const Location& where, int64_t min, int64_t max) {
   auto v = ParseNumber(s, where);
@@ -227,7 +223,7 @@ const std::vector<KeyEntry>& Entries() {
       return Status::Ok();
     });
     add("model.max_positions", "max-positions", "learned position table size", Int([](Job& j) -> int64_t& { return j.arch.max_positions; }, 1, kMaxSeq));
-    add("model.experts", "experts", "MoE routed experts (0 = dense)", Int([](Job& j) -> int64_t& { return j.arch.experts; }, 0, 1 << 16));
+    add("model.experts", "experts", "MoE routed experts (leave out for a dense model)", Int([](Job& j) -> int64_t& { return j.arch.experts; }, 1, 1 << 16));
     add("model.experts_per_token", "experts-per-token", "MoE top-k", Int([](Job& j) -> int64_t& { return j.arch.experts_per_token; }, 1, 1 << 16));
     add("model.shared_experts", "shared-experts", "MoE always-on experts", Int([](Job& j) -> int64_t& { return j.arch.shared_experts; }, 0, 1 << 16));
     add("model.moe_ffn_hidden", "moe-ffn-hidden", "expert MLP inner size (default ffn_hidden)", Int([](Job& j) -> int64_t& { return j.arch.moe_ffn_hidden; }, 1, kMaxDim));
@@ -405,6 +401,48 @@ Status WalkMap(Job& job, const YAML::Node& map, const std::string& prefix, const
   return Status::Ok();
 }
 
+// Deeper than any job file needs (root, section, lora, targets); yaml-cpp's own guard stops far
+// deeper with "bad file", so both are reported as this limit.
+constexpr int kMaxNesting = 64;
+
+Status NestingTooDeep(const std::string& file, int line) {
+  return Bad({file, line, ""}, "nesting deeper than " + std::to_string(kMaxNesting) + " levels");
+}
+
+Status CheckNesting(const YAML::Node& n, int depth, const std::string& file) {
+  if (depth > kMaxNesting) return NestingTooDeep(file, n.Mark().line >= 0 ? n.Mark().line + 1 : 0);
+  if (n.IsMap()) {
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      GPUPLAN_RETURN_IF_ERROR(CheckNesting(it->first, depth + 1, file));
+      GPUPLAN_RETURN_IF_ERROR(CheckNesting(it->second, depth + 1, file));
+    }
+  } else if (n.IsSequence()) {
+    for (const auto& item : n) GPUPLAN_RETURN_IF_ERROR(CheckNesting(item, depth + 1, file));
+  }
+  return Status::Ok();
+}
+
+// The one YAML document of a job file; a second document ("---" then more keys) would be ignored
+// by a plain load, so it is an error.
+Result<YAML::Node> LoadOneDocument(const std::string& text, const std::string& file) {
+  std::vector<YAML::Node> docs;
+  try {
+    docs = YAML::LoadAll(text);
+  } catch (const YAML::DeepRecursion& ex) {
+    return NestingTooDeep(file, ex.mark.line >= 0 ? ex.mark.line + 1 : 0);
+  } catch (const YAML::Exception& ex) {
+    return Bad({file, ex.mark.line >= 0 ? ex.mark.line + 1 : 0, ""}, "cannot parse: " + ex.msg);
+  }
+  for (size_t i = 1; i < docs.size(); ++i) {
+    if (!docs[i] || docs[i].IsNull()) continue;  // a trailing "---" holds nothing
+    const int line = docs[i].Mark().line >= 0 ? docs[i].Mark().line + 1 : 0;
+    return Bad({file, line, ""}, "a second YAML document (after '---'); a job file is one document");
+  }
+  if (docs.empty()) return YAML::Node();
+  GPUPLAN_RETURN_IF_ERROR(CheckNesting(docs[0], 0, file));
+  return docs[0];
+}
+
 }  // namespace
 
 const std::vector<JobKey>& JobKeys() {
@@ -439,6 +477,7 @@ Status SetJobKey(Job& job, const std::string& key, const std::string& value, con
 Result<Job> ParseJobText(const std::string& text, const std::string& file) {
   Job job;
   job.source = file;
+  GPUPLAN_RETURN_IF_ERROR(CheckNoNulBytes(text, file));
   // yaml-cpp's "illegal tab when looking for indentation" names no fix; JSON (a flow mapping) may use tabs.
   if (const auto first = text.find_first_not_of(" \t\r\n"); first == std::string::npos || text[first] != '{') {
     int line = 1;
@@ -454,12 +493,9 @@ Result<Job> ParseJobText(const std::string& text, const std::string& file) {
       }
     }
   }
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& ex) {
-    return Bad({file, ex.mark.line >= 0 ? ex.mark.line + 1 : 0, ""}, "cannot parse: " + ex.msg);
-  }
+  auto parsed = LoadOneDocument(text, file);
+  if (!parsed.ok()) return parsed.status();
+  const YAML::Node root = *parsed;
   if (!root.IsMap()) return Bad({file, 1, ""}, "a job file is a mapping with sections model, training, parallel, cluster (and constraints)");
   // Order: model first (a preset/config replaces the whole arch; inline fields then refine it).
   static const char* kSections[] = {"model", "training", "parallel", "cluster", "constraints"};
@@ -507,7 +543,7 @@ Result<Job> ParseJobText(const std::string& text, const std::string& file) {
 }
 
 Result<Job> ParseJobFile(const std::string& path) {
-  auto text = ReadTextFile(path);
+  auto text = ReadInputFile(path);
   if (!text.ok()) return text.status();
   return ParseJobText(*text, path);
 }
@@ -547,8 +583,21 @@ Status FinalizeJob(Job& job) {
   GPUPLAN_RETURN_IF_ERROR(ApplyDatasetSize(job));
   if (job.arch.layers == 0 && job.arch.params_override == 0)
     return Bad(loc("model"), "no model: give model.preset, model.config, model.params or the shape (layers, hidden, heads, vocab)");
-  GPUPLAN_RETURN_IF_ERROR(ValidateArch(job.arch, loc("model")));
+  if (Status st = ValidateArch(job.arch, loc("model")); !st.ok()) {
+    // At the line of the key that made it when that key was given ("model.vocab: ..." at its line).
+    if (job.IsSet(st.location().key)) return Bad(loc(st.location().key), st.reason());
+    return st;
+  }
   const Arch& a = job.arch;
+  // MoE-only keys on a dense model would be ignored without a word.
+  if (!a.IsMoe()) {
+    const std::pair<const char*, int64_t> moe_only[] = {{"model.experts_per_token", a.experts_per_token},
+                                                        {"model.shared_experts", a.shared_experts},
+                                                        {"model.moe_ffn_hidden", a.moe_ffn_hidden},
+                                                        {"model.dense_layers", a.dense_layers}};
+    for (const auto& [k, v] : moe_only)
+      if (job.IsSet(k) && v != 0) return Bad(loc(k), "applies to a MoE model only; give model.experts too");
+  }
   ParallelSpec& p = job.parallel;
   ClusterSpec& c = job.cluster;
   TrainingSpec& t = job.training;
@@ -589,6 +638,9 @@ Status FinalizeJob(Job& job) {
     return Bad(loc("training.global_batch"), "global_batch=" + std::to_string(t.global_batch) + " is not a multiple of micro_batch*dp=" + std::to_string(t.micro_batch * p.dp));
   if ((t.method == Method::kLora || t.method == Method::kQlora) && a.params_override > 0)
     return Bad(loc("training.method"), "LoRA needs the model's shape, not a raw parameter count");
+  if ((t.method == Method::kLora || t.method == Method::kQlora) && CountLoraParams(a, t.lora) > kMaxParamCount)
+    return Bad(loc("training.lora.rank"), "rank " + std::to_string(t.lora.rank) +
+                                              " gives more adapter parameters than the 1e15 limit; use a rank below the model's widths");
   if (t.precision == Precision::kFp32 && t.method == Method::kQlora)
     return Bad(loc("training.precision"), "QLoRA computes in bf16/fp16; fp32 is not a QLoRA setting");
   return Status::Ok();

@@ -1,6 +1,8 @@
 // Parameter counts from the architecture. Mirrors docs/model/memory.md §1 one-to-one.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <limits>
 
 #include "gpuplan/arch.h"
 
@@ -8,86 +10,132 @@ namespace gpuplan {
 
 namespace {
 
-int64_t NormParams(const Arch& a) {
+// Every count is summed in 128 bits: ValidateArch bounds each dimension by 2^24 and a term has at
+// most five of them (layers x experts x hidden x ffn x 3), far inside 2^127, so the sums below are
+// exact for any shape, accepted or not; only accepted shapes (total <= kMaxParamCount) are narrowed.
+using Wide = __int128;
+
+Wide NormParams(const Arch& a) {
   // LayerNorm: gamma (+ beta); RMSNorm: gamma only.
-  return a.hidden * ((a.norm == NormKind::kLayerNorm && a.norm_bias) ? 2 : 1);
+  return Wide{a.hidden} * ((a.norm == NormKind::kLayerNorm && a.norm_bias) ? 2 : 1);
 }
 
-int64_t MlpParams(const Arch& a, int64_t ffn) {
-  const int64_t matrices = a.MlpMatrices() * a.hidden * ffn;
+Wide MlpParams(const Arch& a, int64_t ffn) {
+  const Wide matrices = Wide{a.MlpMatrices()} * a.hidden * ffn;
   // Biases: one per output feature of each matrix (the up/gate matrices output ffn, down outputs h).
-  const int64_t biases = a.linear_bias ? (a.MlpMatrices() - 1) * ffn + a.hidden : 0;
+  const Wide biases = a.linear_bias ? Wide{a.MlpMatrices() - 1} * ffn + a.hidden : 0;
   return matrices + biases;
 }
 
 // §1.1 attention matrices (+ biases). Standard: W_q (h x q), W_k (h x k), W_v (h x v), W_o (o x h).
-int64_t AttnParams(const Arch& a) {
-  const int64_t h = a.hidden;
+Wide AttnParams(const Arch& a) {
+  const Wide h = a.hidden;
   if (a.IsMla()) {
     // MLA (DeepSeek-V2 §2.1): q straight from h or through a rank-q_lora bottleneck; one shared
     // down-projection to the kv latent plus the shared rotary key; up-projection of the latent to
     // every head's k_nope and v; W_o from the heads' v.
-    const int64_t q = a.q_lora_rank > 0 ? h * a.q_lora_rank + a.q_lora_rank * a.QDim() : h * a.QDim();
-    const int64_t kv_down = h * (a.kv_lora_rank + a.qk_rope_head_dim);
-    const int64_t kv_up = a.kv_lora_rank * a.heads * (a.qk_nope_head_dim + a.v_head_dim);
+    const Wide q = a.q_lora_rank > 0 ? h * a.q_lora_rank + Wide{a.q_lora_rank} * a.QDim() : h * a.QDim();
+    const Wide kv_down = h * (Wide{a.kv_lora_rank} + a.qk_rope_head_dim);
+    const Wide kv_up = Wide{a.kv_lora_rank} * a.heads * (Wide{a.qk_nope_head_dim} + a.v_head_dim);
     // attention_bias puts biases on q_a_proj, kv_a_proj_with_mqa and o_proj only.
-    const int64_t bias = (a.linear_bias || a.qkv_bias) ? a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim + h : 0;
-    return q + kv_down + kv_up + a.ODim() * h + bias;
+    const Wide bias =
+        (a.linear_bias || a.qkv_bias) ? Wide{a.q_lora_rank} + a.kv_lora_rank + a.qk_rope_head_dim + h : 0;
+    return q + kv_down + kv_up + Wide{a.ODim()} * h + bias;
   }
-  int64_t n = h * a.QDim() + h * a.KvDim() + h * a.VDim() + a.ODim() * h;
+  Wide n = h * a.QDim() + h * a.KvDim() + h * a.VDim() + Wide{a.ODim()} * h;
   if (a.linear_bias) {
-    n += a.QDim() + a.KvDim() + a.VDim() + h;
+    n += Wide{a.QDim()} + a.KvDim() + a.VDim() + h;
   } else if (a.qkv_bias) {
-    n += a.QDim() + a.KvDim() + a.VDim();
+    n += Wide{a.QDim()} + a.KvDim() + a.VDim();
   }
   return n;
 }
 
 // §1.1 norms of one layer: norms_per_layer hidden-sized norms, q/k norms of head_dim, MLA's
 // RMSNorms on the q and kv latents.
-int64_t LayerNormParams(const Arch& a) {
-  int64_t n = a.norms_per_layer * NormParams(a);
-  if (a.qk_norm) n += 2 * a.HeadDim();
-  if (a.IsMla()) n += a.kv_lora_rank + a.q_lora_rank;
+Wide LayerNormParams(const Arch& a) {
+  Wide n = Wide{a.norms_per_layer} * NormParams(a);
+  if (a.qk_norm) n += Wide{2} * a.HeadDim();
+  if (a.IsMla()) n += Wide{a.kv_lora_rank} + a.q_lora_rank;
   return n;
+}
+
+// ParamCounts, in 128 bits.
+struct WideCounts {
+  Wide embedding = 0, lm_head = 0, final_norm = 0, attn_per_layer = 0, norm_per_layer = 0, dense_mlp_per_layer = 0,
+       expert_per_layer = 0, shared_expert_per_layer = 0, router_per_layer = 0, dense_layer = 0, moe_layer = 0,
+       outside = 0, total = 0, active = 0;
+};
+
+WideCounts CountWide(const Arch& a) {
+  WideCounts c;
+  const Wide h = a.hidden;
+  c.embedding = Wide{a.vocab} * h + (a.position == PositionKind::kLearned ? Wide{a.max_positions} * h : 0);
+  c.lm_head = a.tied_embeddings ? 0 : Wide{a.vocab} * h;
+  c.final_norm = NormParams(a);
+  c.attn_per_layer = AttnParams(a);
+  c.norm_per_layer = LayerNormParams(a);
+  c.dense_mlp_per_layer = MlpParams(a, a.Ffn());
+  Wide active_experts = 0;
+  if (a.IsMoe()) {
+    const Wide expert = MlpParams(a, a.MoeFfn());
+    c.expert_per_layer = Wide{a.experts} * expert;
+    c.shared_expert_per_layer = Wide{a.shared_experts} * expert;
+    c.router_per_layer = h * a.experts + (a.router_bias ? a.experts : 0);
+    active_experts = Wide{a.experts_per_token} * expert;
+  }
+  const Wide dense_layers = Wide{a.layers} - a.MoeLayers();
+  c.moe_layer = c.attn_per_layer + c.norm_per_layer + c.expert_per_layer + c.shared_expert_per_layer +
+                c.router_per_layer;
+  c.dense_layer = c.attn_per_layer + c.norm_per_layer + c.dense_mlp_per_layer;
+  c.outside = c.embedding + c.lm_head + c.final_norm;
+  c.total = c.outside + dense_layers * c.dense_layer + Wide{a.MoeLayers()} * c.moe_layer;
+  c.active = c.total - Wide{a.MoeLayers()} * (c.expert_per_layer - active_experts);
+  return c;
+}
+
+// Exact for every accepted shape; a shape ValidateArch refuses saturates instead of wrapping.
+int64_t Narrow(Wide v) {
+  constexpr Wide kMax = std::numeric_limits<int64_t>::max();
+  return static_cast<int64_t>(v > kMax ? kMax : v < -kMax ? -kMax : v);
+}
+
+std::string Count(Wide v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", static_cast<double>(v));
+  return buf;
 }
 
 }  // namespace
 
 ParamCounts CountParams(const Arch& a) {
+  const WideCounts w = CountWide(a);
   ParamCounts c;
-  const int64_t h = a.hidden;
-  c.embedding = a.vocab * h + (a.position == PositionKind::kLearned ? a.max_positions * h : 0);
-  c.lm_head = a.tied_embeddings ? 0 : a.vocab * h;
-  c.final_norm = NormParams(a);
-  c.attn_per_layer = AttnParams(a);
-  c.norm_per_layer = LayerNormParams(a);
-  c.dense_mlp_per_layer = MlpParams(a, a.Ffn());
-  if (a.IsMoe()) {
-    c.expert_per_layer = a.experts * MlpParams(a, a.MoeFfn());
-    c.shared_expert_per_layer = a.shared_experts * MlpParams(a, a.MoeFfn());
-    c.router_per_layer = h * a.experts + (a.router_bias ? a.experts : 0);
-  }
-  const int64_t dense_layers = a.layers - a.MoeLayers();
-  const int64_t moe_layer =
-      c.attn_per_layer + c.norm_per_layer + c.expert_per_layer + c.shared_expert_per_layer +
-      c.router_per_layer;
-  const int64_t dense_layer = c.attn_per_layer + c.norm_per_layer + c.dense_mlp_per_layer;
-  const int64_t outside = c.embedding + c.lm_head + c.final_norm;
-  c.total = outside + dense_layers * dense_layer + a.MoeLayers() * moe_layer;
-  const int64_t active_experts = a.IsMoe() ? a.experts_per_token * MlpParams(a, a.MoeFfn()) : 0;
-  c.active = c.total - a.MoeLayers() * (c.expert_per_layer - active_experts);
+  c.embedding = Narrow(w.embedding);
+  c.lm_head = Narrow(w.lm_head);
+  c.final_norm = Narrow(w.final_norm);
+  c.attn_per_layer = Narrow(w.attn_per_layer);
+  c.norm_per_layer = Narrow(w.norm_per_layer);
+  c.dense_mlp_per_layer = Narrow(w.dense_mlp_per_layer);
+  c.expert_per_layer = Narrow(w.expert_per_layer);
+  c.shared_expert_per_layer = Narrow(w.shared_expert_per_layer);
+  c.router_per_layer = Narrow(w.router_per_layer);
+  c.total = Narrow(w.total);
+  c.active = Narrow(w.active);
 
   if (a.params_override > 0) {
     // A raw count: keep the synthesized shape's split but rescale the layers to hit the count.
-    const auto target = static_cast<int64_t>(std::llround(a.params_override));
-    const int64_t per_layer = std::max<int64_t>(0, (target - outside) / std::max<int64_t>(1, a.layers));
-    const int64_t shape_layer = std::max<int64_t>(1, dense_layer);
-    c.attn_per_layer = per_layer * c.attn_per_layer / shape_layer;
-    c.norm_per_layer = per_layer * c.norm_per_layer / shape_layer;
-    c.dense_mlp_per_layer = per_layer - c.attn_per_layer - c.norm_per_layer;
-    c.total = target;
-    c.active = target;
+    const double clamped = std::min(a.params_override, static_cast<double>(kMaxParamCount));
+    const Wide target = std::llround(clamped);
+    const Wide per_layer = std::max<Wide>(0, (target - w.outside) / std::max<int64_t>(1, a.layers));
+    const Wide shape_layer = std::max<Wide>(1, w.dense_layer);
+    const Wide attn = per_layer * w.attn_per_layer / shape_layer;
+    const Wide norm = per_layer * w.norm_per_layer / shape_layer;
+    c.attn_per_layer = Narrow(attn);
+    c.norm_per_layer = Narrow(norm);
+    c.dense_mlp_per_layer = Narrow(per_layer - attn - norm);
+    c.total = Narrow(target);
+    c.active = Narrow(target);
   }
   return c;
 }
@@ -100,13 +148,13 @@ bool IsKnownLoraTarget(const std::string& n) {
 
 int64_t CountLoraParams(const Arch& a, const LoraSpec& lora) {
   // A LoRA pair on a d_in x d_out matrix adds r * (d_in + d_out) parameters (Hu et al. 2021 §4).
-  const int64_t r = lora.rank;
+  const Wide r = lora.rank;
   const int64_t h = a.hidden;
   auto has = [&](const std::string& t) {
     return std::find(lora.targets.begin(), lora.targets.end(), t) != lora.targets.end() ||
            std::find(lora.targets.begin(), lora.targets.end(), "all-linear") != lora.targets.end();
   };
-  int64_t per_layer = 0;
+  Wide per_layer = 0;
   if (a.IsMla()) {
     // DeepSeek module names; PEFT adapts only the modules that exist (no k_proj/v_proj in MLA).
     if (a.q_lora_rank == 0 && has("q_proj")) per_layer += r * (h + a.QDim());
@@ -123,15 +171,15 @@ int64_t CountLoraParams(const Arch& a, const LoraSpec& lora) {
   // MLP adapters: per expert for MoE layers (PEFT wraps every expert's linear).
   const int64_t dense_layers = a.layers - a.MoeLayers();
   auto mlp = [&](int64_t ffn) {
-    int64_t n = 0;
+    Wide n = 0;
     if (has("gate_proj") && a.GatedMlp()) n += r * (h + ffn);
     if (has("up_proj")) n += r * (h + ffn);
     if (has("down_proj")) n += r * (ffn + h);
     return n;
   };
   const int64_t experts_per_moe_layer = a.experts + a.shared_experts;
-  return a.layers * per_layer + dense_layers * mlp(a.Ffn()) +
-         a.MoeLayers() * experts_per_moe_layer * mlp(a.MoeFfn());
+  return Narrow(Wide{a.layers} * per_layer + Wide{dense_layers} * mlp(a.Ffn()) +
+                Wide{a.MoeLayers()} * experts_per_moe_layer * mlp(a.MoeFfn()));
 }
 
 Status ValidateArch(const Arch& a, const Location& where) {
@@ -141,8 +189,8 @@ Status ValidateArch(const Arch& a, const Location& where) {
     return Status::BadInput(l, why);
   };
   if (a.params_override > 0) {
-    if (!std::isfinite(a.params_override) || a.params_override > 1e15)
-      return bad("params", "must be a finite count below 1e15");
+    if (!std::isfinite(a.params_override) || a.params_override > static_cast<double>(kMaxParamCount))
+      return bad("params", "must be a finite count of at most 1e15");
     return Status::Ok();
   }
   if (a.layers <= 0) return bad("layers", "must be > 0");
@@ -172,11 +220,41 @@ Status ValidateArch(const Arch& a, const Location& where) {
   }
   if (a.position == PositionKind::kLearned && a.max_positions <= 0)
     return bad("max_positions", "must be > 0 with learned positions");
-  // Guard against overflow in counts: keep every dimension in a sane range.
+  // Every dimension in a sane range (so that CountWide is exact), then the count itself.
   const int64_t kMax = int64_t{1} << 24;
-  for (int64_t v : {a.layers, a.hidden, a.heads, a.vocab, a.Ffn(), a.MoeFfn(), a.experts, a.max_positions, a.HeadDim(),
-                    a.VHeadDim(), a.q_lora_rank, a.kv_lora_rank})
-    if (v > kMax) return bad("shape", "dimension " + std::to_string(v) + " is beyond 2^24");
+  const std::pair<const char*, int64_t> dims[] = {
+      {"layers", a.layers},           {"hidden", a.hidden},
+      {"heads", a.heads},             {"kv_heads", a.kv_heads},
+      {"head_dim", a.HeadDim()},      {"v_head_dim", a.VHeadDim()},
+      {"ffn_hidden", a.Ffn()},        {"moe_ffn_hidden", a.MoeFfn()},
+      {"vocab", a.vocab},             {"max_positions", a.max_positions},
+      {"experts", a.experts},         {"experts_per_token", a.experts_per_token},
+      {"shared_experts", a.shared_experts}, {"q_lora_rank", a.q_lora_rank},
+      {"kv_lora_rank", a.kv_lora_rank}, {"qk_nope_head_dim", a.qk_nope_head_dim},
+      {"qk_rope_head_dim", a.qk_rope_head_dim}};
+  for (const auto& [key, v] : dims)
+    if (v > kMax) return bad(key, std::to_string(v) + " is beyond 2^24 (" + std::to_string(kMax) + ")");
+  const WideCounts w = CountWide(a);
+  if (w.total > kMaxParamCount) {
+    // Named after the product that made it: the vocabulary tables or the layers.
+    const Wide vocab_tables = w.embedding + w.lm_head;
+    const Wide in_layers = w.total - w.outside;
+    if (vocab_tables >= in_layers)
+      return bad(a.position == PositionKind::kLearned && Wide{a.max_positions} > a.vocab ? "max_positions" : "vocab",
+                 "the embedding tables alone hold " + Count(vocab_tables) + " parameters; the limit is " +
+                     Count(kMaxParamCount));
+    const Wide per_layer = std::max(w.dense_layer, w.moe_layer);
+    if (per_layer > kMaxParamCount) {
+      // One layer alone is beyond the limit: its biggest part names the key.
+      const char* key = w.expert_per_layer >= std::max(w.attn_per_layer, w.dense_mlp_per_layer) ? "experts"
+                        : w.dense_mlp_per_layer >= w.attn_per_layer                           ? "ffn_hidden"
+                                                                                               : "hidden";
+      return bad(key, "one layer holds " + Count(per_layer) + " parameters; the limit is " + Count(kMaxParamCount));
+    }
+    return bad("layers", std::to_string(a.layers) + " layers of up to " +
+                             Count(std::max(w.dense_layer, w.moe_layer)) + " parameters give " + Count(w.total) +
+                             " parameters; the limit is " + Count(kMaxParamCount));
+  }
   return Status::Ok();
 }
 
@@ -185,9 +263,12 @@ Arch ArchFromParamCount(double params) {
   // so hidden ≈ (128 * params / 12)^(1/3), rounded to a multiple of 128 (docs/model/memory.md §1.3).
   Arch a;
   a.name = "params";
-  double h = std::cbrt(128.0 * params / 12.0);
+  // The shape from a count in the accepted range (ValidateArch refuses params_override outside it),
+  // so that no cast below sees an out-of-range double.
+  const double shaped = std::clamp(std::isfinite(params) ? params : 1e3, 1e3, static_cast<double>(kMaxParamCount));
+  double h = std::cbrt(128.0 * shaped / 12.0);
   a.hidden = std::max<int64_t>(128, static_cast<int64_t>(std::llround(h / 128.0)) * 128);
-  a.layers = std::max<int64_t>(1, std::llround(params / (12.0 * a.hidden * a.hidden)));
+  a.layers = std::max<int64_t>(1, std::llround(shaped / (12.0 * a.hidden * a.hidden)));
   a.heads = a.hidden / 128;
   a.kv_heads = a.heads;
   a.ffn_hidden = 4 * a.hidden;

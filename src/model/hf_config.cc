@@ -1,15 +1,18 @@
 // Hugging Face config.json -> Arch. One reader per model family, each mirroring the family's
 // modelling code in transformers (docs/model/memory.md §1.1). yaml-cpp reads the JSON so that
 // errors carry a line number.
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <vector>
 
 #include "gpuplan/arch.h"
 #include "gpuplan/csv.h"
+#include "gpuplan/input_file.h"
 
 namespace gpuplan {
 
@@ -23,19 +26,16 @@ struct Reader {
     return {file, n && n.Mark().line >= 0 ? n.Mark().line + 1 : 0, key};
   }
   bool Has(const std::string& key) const { return root[key] && !root[key].IsNull(); }
-  Result<int64_t> Int(const std::string& key) const {
+  // A whole number in [min, 1e9] through the project's number parser (decimal, finite: no
+  // Infinity/NaN as Python's json writes them, no hex).
+  Result<int64_t> Int(const std::string& key, int64_t min = 0) const {
     if (!Has(key)) return Status::BadInput({file, 0, key}, "missing in config.json");
-    try {
-      double v = root[key].as<double>();
-      if (v < 0 || v != std::floor(v) || v > 1e9) return Status::BadInput(At(key), "expected a whole number >= 0");
-      return static_cast<int64_t>(v);
-    } catch (const YAML::Exception&) {
-      return Status::BadInput(At(key), "expected a number");
-    }
+    if (!root[key].IsScalar()) return Status::BadInput(At(key), "expected a number");
+    return ParseInteger(root[key].Scalar(), At(key), min, 1'000'000'000);
   }
   // A missing key and JSON null (DeepSeek-V2-Lite's "q_lora_rank": null) both give the fallback.
-  Result<int64_t> IntOr(const std::string& key, int64_t fallback) const {
-    return Has(key) ? Int(key) : Result<int64_t>(fallback);
+  Result<int64_t> IntOr(const std::string& key, int64_t fallback, int64_t min = 0) const {
+    return Has(key) ? Int(key, min) : Result<int64_t>(fallback);
   }
   Result<bool> BoolOr(const std::string& key, bool fallback) const {
     if (!Has(key)) return fallback;
@@ -57,10 +57,11 @@ struct Reader {
     std::vector<int64_t> out;
     if (!Has(key)) return out;
     if (!root[key].IsSequence()) return Status::BadInput(At(key), "expected a list of layer indices");
-    try {
-      for (const auto& n : root[key]) out.push_back(n.as<int64_t>());
-    } catch (const YAML::Exception&) {
-      return Status::BadInput(At(key), "expected a list of layer indices");
+    for (const auto& n : root[key]) {
+      if (!n.IsScalar()) return Status::BadInput(At(key), "expected a list of layer indices");
+      auto v = ParseInteger(n.Scalar(), At(key), 0, 1'000'000'000);
+      if (!v.ok()) return v.status();
+      out.push_back(*v);
     }
     return out;
   }
@@ -80,7 +81,8 @@ Status ReadLlamaFamily(const Reader& r, const std::string& type, Arch& a) {
   ASSIGN_OR_RETURN(a.hidden, r.Int("hidden_size"));
   ASSIGN_OR_RETURN(a.layers, r.Int("num_hidden_layers"));
   ASSIGN_OR_RETURN(a.heads, r.Int("num_attention_heads"));
-  ASSIGN_OR_RETURN(a.kv_heads, r.IntOr("num_key_value_heads", a.heads));
+  // Given, 0 is an error: Arch reads kv_heads 0 as "same as heads", which the file did not say.
+  ASSIGN_OR_RETURN(a.kv_heads, r.IntOr("num_key_value_heads", a.heads, 1));
   ASSIGN_OR_RETURN(a.head_dim, r.IntOr("head_dim", qwen3 ? 128 : 0));  // Qwen3Config default 128
   ASSIGN_OR_RETURN(a.ffn_hidden, r.Int("intermediate_size"));
   ASSIGN_OR_RETURN(a.vocab, r.Int("vocab_size"));
@@ -94,12 +96,12 @@ Status ReadLlamaFamily(const Reader& r, const std::string& type, Arch& a) {
   ASSIGN_OR_RETURN(attention_bias, r.BoolOr("attention_bias", false));
   a.qkv_bias = type == "qwen2" || attention_bias;
   if (type == "mixtral") {
-    ASSIGN_OR_RETURN(a.experts, r.Int("num_local_experts"));
+    ASSIGN_OR_RETURN(a.experts, r.Int("num_local_experts", 1));  // 0 would silently make it dense
     ASSIGN_OR_RETURN(a.experts_per_token, r.Int("num_experts_per_tok"));
   }
   if (type == "qwen3_moe") {
     // Layer i is MoE unless listed in mlp_only_layers, when (i + 1) % decoder_sparse_step == 0.
-    ASSIGN_OR_RETURN(a.experts, r.IntOr("num_experts", 0));
+    ASSIGN_OR_RETURN(a.experts, r.IntOr("num_experts", 0, 1));  // given: a MoE needs experts
     if (a.experts == 0) return Status::Ok();
     ASSIGN_OR_RETURN(a.experts_per_token, r.Int("num_experts_per_tok"));
     ASSIGN_OR_RETURN(a.moe_ffn_hidden, r.Int("moe_intermediate_size"));
@@ -138,7 +140,7 @@ Status ReadDeepseek(const Reader& r, const std::string& type, Arch& a) {
   a.mlp = MlpKind::kSwiGlu;
   a.norm = NormKind::kRmsNorm;
   a.position = PositionKind::kRotary;
-  ASSIGN_OR_RETURN(a.experts, r.IntOr("n_routed_experts", 0));
+  ASSIGN_OR_RETURN(a.experts, r.IntOr("n_routed_experts", 0, 1));  // null: dense; given: >= 1
   if (a.experts == 0) return Status::Ok();
   ASSIGN_OR_RETURN(a.experts_per_token, r.Int("num_experts_per_tok"));
   ASSIGN_OR_RETURN(a.shared_experts, r.IntOr("n_shared_experts", 0));
@@ -166,7 +168,7 @@ Status ReadGemma(const Reader& r, const std::string& type, Arch& a) {
   ASSIGN_OR_RETURN(a.hidden, g3 ? r.IntOr("hidden_size", 2304) : r.Int("hidden_size"));
   ASSIGN_OR_RETURN(a.layers, g3 ? r.IntOr("num_hidden_layers", 26) : r.Int("num_hidden_layers"));
   ASSIGN_OR_RETURN(a.heads, g3 ? r.IntOr("num_attention_heads", 8) : r.Int("num_attention_heads"));
-  ASSIGN_OR_RETURN(a.kv_heads, r.IntOr("num_key_value_heads", g3 ? 4 : a.heads));
+  ASSIGN_OR_RETURN(a.kv_heads, r.IntOr("num_key_value_heads", g3 ? 4 : a.heads, 1));
   ASSIGN_OR_RETURN(a.head_dim, r.IntOr("head_dim", 256));
   ASSIGN_OR_RETURN(a.ffn_hidden, g3 ? r.IntOr("intermediate_size", 9216) : r.Int("intermediate_size"));
   ASSIGN_OR_RETURN(a.vocab, g3 ? r.IntOr("vocab_size", 262208) : r.Int("vocab_size"));
@@ -251,23 +253,57 @@ Status ReadFamily(const Reader& r, const std::string& type, Arch& a) {
                           "unsupported model_type '" + type + "' (supported: " + kSupported + ")");
 }
 
+// Deeper than any config.json (text_config.rope_scaling is 3); yaml-cpp's own guard, far deeper,
+// is reported as this limit too.
+constexpr int kMaxNesting = 64;
+
+int LineOf(const YAML::Node& n) { return n.Mark().line >= 0 ? n.Mark().line + 1 : 0; }
+
+// Duplicate keys are an error naming the key: yaml-cpp (like nlohmann::json) answers the first
+// value, Python's json and so transformers the last; neither is silently right. Nesting is bounded.
+Status CheckTree(const YAML::Node& n, const std::string& prefix, int depth, const std::string& file) {
+  if (depth > kMaxNesting)
+    return Status::BadInput({file, LineOf(n), ""}, "nesting deeper than " + std::to_string(kMaxNesting) + " levels");
+  if (n.IsMap()) {
+    std::map<std::string, int> seen;
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      const std::string key = prefix + (it->first.IsScalar() ? it->first.Scalar() : std::string("?"));
+      if (auto [pos, fresh] = seen.emplace(key, LineOf(it->first)); !fresh)
+        return Status::BadInput({file, LineOf(it->first), key},
+                                "key given twice (first on line " + std::to_string(pos->second) +
+                                    "); Hugging Face would keep the last value, this reader the first: remove one");
+      GPUPLAN_RETURN_IF_ERROR(CheckTree(it->second, key + ".", depth + 1, file));
+    }
+  } else if (n.IsSequence()) {
+    for (const auto& item : n) GPUPLAN_RETURN_IF_ERROR(CheckTree(item, prefix, depth + 1, file));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<Arch> ArchFromHfConfig(const std::string& given) {
   std::error_code ec;
   const std::string path = std::filesystem::is_directory(given, ec) ? given + "/config.json" : given;
-  auto text = ReadTextFile(path);
-  if (!text.ok())
-    return Status::BadInput({path, 0, ""},
-                            "cannot open file (download the checkpoint's config.json, e.g. "
-                            "https://huggingface.co/ORG/NAME/resolve/main/config.json, and pass its path)");
+  auto text = ReadInputFile(path);
+  if (!text.ok()) {
+    if (!std::filesystem::exists(path, ec))
+      return Status::BadInput({path, 0, ""},
+                              "cannot open file (download the checkpoint's config.json, e.g. "
+                              "https://huggingface.co/ORG/NAME/resolve/main/config.json, and pass its path)");
+    return text.status();  // a FIFO, a device, a directory, too big, unreadable: said as such
+  }
+  GPUPLAN_RETURN_IF_ERROR(CheckNoNulBytes(*text, path));
   YAML::Node root;
   try {
     root = YAML::Load(*text);
+  } catch (const YAML::DeepRecursion& ex) {
+    return Status::BadInput({path, ex.mark.line + 1, ""}, "nesting deeper than " + std::to_string(kMaxNesting) + " levels");
   } catch (const YAML::Exception& ex) {
     return Status::BadInput({path, ex.mark.line + 1, ""}, "cannot parse config.json: " + ex.msg);
   }
   if (!root.IsMap()) return Status::BadInput({path, 1, ""}, "config.json must be a JSON object");
+  GPUPLAN_RETURN_IF_ERROR(CheckTree(root, "", 0, path));
   Reader r{root, path};
   std::string type;
   ASSIGN_OR_RETURN(type, r.StrOr("model_type", ""));

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "../test_util.h"
 #include "gpuplan/arch.h"
@@ -271,6 +272,105 @@ TEST(Arch, UnknownPresetListsKnownOnes) {
   auto a = FindPreset("llama-9-1b");
   ASSERT_FALSE(a.ok());
   EXPECT_NE(a.status().reason().find("llama-2-7b"), std::string::npos);
+}
+
+// Issue 8 (robustness): config.json and parameter-count classes.
+
+std::string WriteConfig(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
+std::string ConfigError(const std::string& name, const std::string& text) {
+  auto a = ArchFromHfConfig(WriteConfig(name, text));
+  return a.ok() ? "" : a.status().ToString();
+}
+
+const char* kTinyLlama =
+    R"({"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, )"
+    R"("intermediate_size": 128, "vocab_size": 100, "num_key_value_heads": KV})";
+
+std::string Tiny(const std::string& kv) {
+  std::string t = kTinyLlama;
+  return t.replace(t.find("KV"), 2, kv);
+}
+
+TEST(Arch, HfConfigDuplicateKeysAreAnErrorNamingTheKey) {
+  // nlohmann/yaml-cpp keep the first value, Python/HF the last: neither silently.
+  const std::string e = ConfigError("dup.json", "{\"model_type\": \"llama\",\n \"hidden_size\": 64,\n \"hidden_size\": 128}");
+  EXPECT_NE(e.find("dup.json:3: hidden_size: key given twice (first on line 2)"), std::string::npos) << e;
+  const std::string nested = ConfigError("dup2.json", R"({"model_type": "gemma3", "text_config": {"head_dim": 1, "head_dim": 2}})");
+  EXPECT_NE(nested.find("text_config.head_dim: key given twice"), std::string::npos) << nested;
+}
+
+TEST(Arch, HfConfigZeroKvHeadsAndZeroExpertsAreErrors) {
+  EXPECT_TRUE(ArchFromHfConfig(WriteConfig("kv2.json", Tiny("2"))).ok());
+  EXPECT_NE(ConfigError("kv0.json", Tiny("0")).find("kv0.json:1: num_key_value_heads: must be in [1, "), std::string::npos)
+      << ConfigError("kv0.json", Tiny("0"));
+  std::string mixtral = Tiny("2");
+  mixtral.replace(mixtral.find("\"llama\""), 7, "\"mixtral\", \"num_local_experts\": 0, \"num_experts_per_tok\": 2");
+  EXPECT_NE(ConfigError("mx0.json", mixtral).find("num_local_experts: must be in [1, "), std::string::npos)
+      << ConfigError("mx0.json", mixtral);
+}
+
+TEST(Arch, HfConfigNonFiniteAndHugeValuesNameTheKey) {
+  for (const char* v : {"Infinity", "NaN", "1e300", "0x10", "-1", "2.5"}) {
+    const std::string e = ConfigError("nf.json", Tiny(v));
+    EXPECT_NE(e.find("nf.json:1: num_key_value_heads: "), std::string::npos) << v << ": " << e;
+  }
+}
+
+TEST(Arch, HfConfigTextProblemsArePlainMessages) {
+  EXPECT_NE(ConfigError("deep.json", "{\"a\": " + std::string(3000, '[') + std::string(3000, ']') + "}")
+                .find("nesting deeper than 64 levels"),
+            std::string::npos);
+  EXPECT_NE(ConfigError("nul.json", std::string("{\"model_type\": \"lla\0ma\"}", 24)).find("NUL byte"), std::string::npos);
+  auto dev = ArchFromHfConfig("/dev/urandom");
+  ASSERT_FALSE(dev.ok());
+  EXPECT_NE(dev.status().reason().find("character device"), std::string::npos) << dev.status().ToString();
+}
+
+// An exact count for a big shape, summed independently here in 128 bits.
+TEST(Arch, ParamCountOverflowBigShapesAreExact) {
+  Arch a;
+  a.layers = 4096;
+  a.hidden = 65536;
+  a.heads = 512;
+  a.ffn_hidden = 262144;
+  a.vocab = 1 << 20;
+  a.mlp = MlpKind::kGelu;
+  ASSERT_TRUE(ValidateArch(a, {}).ok());
+  const __int128 h = a.hidden, f = a.ffn_hidden;
+  const __int128 per_layer = 4 * h * h + 2 * h * f + 2 * h;  // q,k,v,o; up, down; two RMSNorms
+  const __int128 expected = 2 * __int128{a.vocab} * h + h + __int128{a.layers} * per_layer;
+  EXPECT_EQ(CountParams(a).total, static_cast<int64_t>(expected));
+  EXPECT_LE(CountParams(a).total, kMaxParamCount);
+  // Eight times the layers crosses 1e15: refused at the key, not printed as garbage.
+  a.layers = 32768;
+  Status st = ValidateArch(a, {"job.yaml", 0, "model"});
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.location().key, "model.layers") << st.ToString();
+}
+
+TEST(Arch, ParamCountOverflowFromParamCountAcrossTheAcceptedRange) {
+  for (double p : {1e3, 1e6, 7.5e9, 9e11, 1e12, 1e13, 2.5e14, 1e15}) {
+    Arch a = ArchFromParamCount(p);
+    EXPECT_TRUE(ValidateArch(a, {}).ok()) << p;
+    const ParamCounts c = CountParams(a);
+    EXPECT_EQ(c.total, static_cast<int64_t>(p)) << p;
+    EXPECT_GE(c.attn_per_layer, 0) << p;
+    EXPECT_GE(c.norm_per_layer, 0) << p;
+    EXPECT_GE(c.dense_mlp_per_layer, 0) << p;
+    EXPECT_LE(c.attn_per_layer + c.norm_per_layer + c.dense_mlp_per_layer, c.total) << p;
+  }
+  // Out of the accepted range the shape stays finite and ValidateArch refuses the count.
+  for (double p : {1e16, 1e300, std::numeric_limits<double>::infinity()}) {
+    Arch a = ArchFromParamCount(p);
+    EXPECT_FALSE(ValidateArch(a, {}).ok()) << p;
+    EXPECT_GT(a.hidden, 0);
+    EXPECT_GT(a.layers, 0);
+  }
 }
 
 }  // namespace

@@ -1,5 +1,11 @@
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
+
+#include "gpuplan/input_file.h"
 #include "gpuplan/job.h"
 #include "gpuplan/job_keys.h"
 
@@ -181,5 +187,115 @@ TEST(Job, ModelSaysHowToGetAConfig) {
   Status typo = SetJobKey(j, "model.preset", "mistral7b", {"command line", 0, "--model"});
   EXPECT_NE(typo.reason().find("did you mean 'mistral-7b'"), std::string::npos) << typo.reason();
 }
+// Issue 8 (robustness): the job side of the bad-input classes.
+
+TEST(Job, SecondYamlDocumentIsAnError) {
+  EXPECT_EQ(Error("model: {preset: gpt2}\n---\ntraining: {seq_len: 512}\n"),
+            "job.yaml:3: a second YAML document (after '---'); a job file is one document");
+  // A leading "---" or a trailing one with nothing after it hides nothing.
+  EXPECT_TRUE(Parse("---\nmodel: {preset: gpt2}\n").ok());
+  EXPECT_TRUE(Parse("model: {preset: gpt2}\n---\n").ok());
+}
+
+TEST(Job, DeepNestingIsAPlainMessage) {
+  // Deep enough for yaml-cpp's own guard ("bad file") and within it (caught by the walk).
+  EXPECT_EQ(Error("model: " + std::string(5000, '[') + std::string(5000, ']') + "\n"),
+            "job.yaml:1: nesting deeper than 64 levels");
+  const std::string e = Error("model: {preset: gpt2}\ntraining: {lora: {targets: " + std::string(100, '[') +
+                              std::string(100, ']') + "}}\n");
+  EXPECT_EQ(e, "job.yaml:2: nesting deeper than 64 levels");
+  std::string block = "model:\n";
+  for (int i = 1; i < 80; ++i) block += std::string(2 * i, ' ') + "k" + std::to_string(i) + ":\n";
+  EXPECT_NE(Error(block).find("nesting deeper than 64 levels"), std::string::npos) << Error(block);
+}
+
+TEST(Job, NulByteIsAPlainMessage) {
+  EXPECT_EQ(Error(std::string("model:\n  preset: gp\0t2\n", 22)),
+            "job.yaml:2: NUL byte in the file (not a text file?); inputs are UTF-8 text");
+}
+
+TEST(Job, NumbersAreDecimalWholeAndFinite) {
+  for (const char* v : {"0x800", "512abc", "inf", "nan", "1e999", "5 12"}) {
+    const std::string e = Error(std::string("model: {preset: gpt2}\ntraining:\n  seq_len: ") + v + "\n");
+    EXPECT_EQ(e.rfind("job.yaml:3: training.seq_len: ", 0), 0u) << v << ": " << e;
+  }
+  Job j;
+  EXPECT_FALSE(SetJobKey(j, "training.tokens", "1e9abc", {"command line", 0, "--tokens"}).ok());
+  EXPECT_FALSE(SetJobKey(j, "training.lora.alpha", "0x10", {"command line", 0, "--lora-alpha"}).ok());
+  EXPECT_TRUE(SetJobKey(j, "training.tokens", "2.5e9", {"command line", 0, "--tokens"}).ok());
+  EXPECT_EQ(j.training.tokens, 2.5e9);
+}
+
+TEST(Job, ZeroKvHeadsOrExpertsGivenIsAnError) {
+  // 0 would read as "same as heads" / "dense": not what the file said.
+  EXPECT_EQ(Error("model: {layers: 2, hidden: 64, heads: 4, kv_heads: 0, vocab: 100, mlp: gelu}\n").rfind(
+                "job.yaml:1: model.kv_heads: ", 0),
+            0u);
+  EXPECT_EQ(Error("model: {preset: mixtral-8x7b, experts: 0}\n").rfind("job.yaml:1: model.experts: ", 0), 0u);
+  // MoE-only keys on a dense model say so instead of being ignored.
+  EXPECT_EQ(Error("model: {preset: gpt2, experts_per_token: 2}\n"),
+            "job.yaml:1: model.experts_per_token: applies to a MoE model only; give model.experts too");
+  EXPECT_EQ(Error("model: {preset: gpt2, moe_ffn_hidden: 128}\n").rfind("job.yaml:1: model.moe_ffn_hidden: ", 0), 0u);
+}
+
+TEST(Job, ParamsAtTheDocumentedMaximumDoNotOverflow) {
+  for (const char* p : {"9e11", "1e12", "3.3e13", "1e15"}) {
+    auto j = Parse(std::string("model: {params: ") + p + "}\n");
+    ASSERT_TRUE(j.ok()) << p << ": " << j.status().ToString();
+    const ParamCounts c = CountParams(j->arch);
+    EXPECT_EQ(c.total, static_cast<int64_t>(std::stod(p))) << p;
+    EXPECT_GE(c.attn_per_layer, 0) << p;
+    EXPECT_GE(c.dense_mlp_per_layer, 0) << p;
+  }
+  EXPECT_NE(Error("model: {params: 1.1e15}\n").find("model.params"), std::string::npos);
+}
+
+TEST(Job, ParamCountOverflowFromAShapeIsBadInputAtTheKey) {
+  // Each dimension is in range; their product is not (it wrapped to garbage before).
+  const std::string e = Error(
+      "model:\n  layers: 16777216\n  hidden: 1048576\n  heads: 8192\n  ffn_hidden: 16777216\n  vocab: 1000\n  mlp: gelu\n");
+  EXPECT_EQ(e.rfind("job.yaml:2: model.layers: 16777216 layers of up to ", 0), 0u) << e;
+  EXPECT_NE(e.find("the limit is 1e+15"), std::string::npos) << e;
+  const std::string v = Error("model:\n  layers: 1\n  hidden: 16777216\n  heads: 1\n  ffn_hidden: 8\n  vocab: 8\n  mlp: gelu\n");
+  EXPECT_EQ(v.rfind("job.yaml:3: model.hidden: one layer holds 1.13e+15 parameters", 0), 0u) << v;
+  // LoRA adapters are counted the same way.
+  const std::string l = Error(
+      "model: {layers: 16777216, hidden: 8, heads: 1, vocab: 10, experts: 65536, experts_per_token: 1, ffn_hidden: 8, mlp: gelu}\n"
+      "training: {method: lora, lora: {rank: 65536, targets: [all-linear]}}\n");
+  EXPECT_EQ(l.rfind("job.yaml:2: training.lora.rank: rank 65536 gives more adapter parameters than the 1e15 limit", 0), 0u)
+      << l;  // the base model (1.4e14) is accepted; its adapters would not be exact
+}
+
+TEST(Job, InputFilesAreRegularFilesUnderACap) {
+  auto dev = ParseJobFile("/dev/zero");
+  ASSERT_FALSE(dev.ok());
+  EXPECT_EQ(dev.status().ToString(),
+            "/dev/zero: cannot read a character device: gpuplan reads job, config and CSV inputs from regular files only");
+  auto dir = ParseJobFile(::testing::TempDir());
+  ASSERT_FALSE(dir.ok());
+  EXPECT_NE(dir.status().reason().find("a directory"), std::string::npos) << dir.status().ToString();
+  auto missing = ParseJobFile("/no/such/job.yaml");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().reason().find("cannot open file"), std::string::npos);
+  // The cap: a file over it is refused with its size (the limit given small to keep the test fast).
+  const std::string path = ::testing::TempDir() + "/gpuplan_cap_test.yaml";
+  std::ofstream(path) << std::string(2000, '#') << "\n";
+  auto big = ReadInputFile(path, 1024);
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.status().reason(), "file is 2001 bytes, over the 1024-byte input limit (kMaxInputFileBytes)");
+  EXPECT_TRUE(ReadInputFile(path).ok());
+  EXPECT_EQ(kMaxInputFileBytes, int64_t{64} << 20);
+  // A FIFO is refused without waiting for a writer (O_NONBLOCK open, then fstat).
+  const std::string fifo = ::testing::TempDir() + "/gpuplan_fifo_test";
+  std::filesystem::remove(fifo);
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  alarm(30);  // a blocking open would hang: the alarm turns that into a failure
+  auto f = ParseJobFile(fifo);
+  alarm(0);
+  ASSERT_FALSE(f.ok());
+  EXPECT_NE(f.status().reason().find("a FIFO"), std::string::npos) << f.status().ToString();
+  std::filesystem::remove(fifo);
+}
+
 }  // namespace
 }  // namespace gpuplan

@@ -1,0 +1,26 @@
+// The one reader for every file a user names: job YAML/JSON, config.json, catalog, calibration and
+// validation CSVs. It reads regular files only (a FIFO, a device such as /dev/zero or /dev/urandom,
+// a directory or a socket is refused at once, never read), and only up to a size cap.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "gpuplan/status.h"
+
+namespace gpuplan {
+
+// The largest input file gpuplan reads. The biggest real inputs (the full catalog CSVs, a
+// DeepSeek-V3 config.json) are well under 1 MiB; 64 MiB leaves room for generated catalogs and
+// validation sets while keeping a wrong path (a disk image, a log) from exhausting memory.
+inline constexpr int64_t kMaxInputFileBytes = int64_t{64} << 20;
+
+// The whole file as bytes. Errors are bad input at {path, 0, ""}: "cannot open file: <why>",
+// "not a regular file (a FIFO)", "file is N bytes, over the 64 MiB input limit".
+Result<std::string> ReadInputFile(const std::string& path, int64_t max_bytes = kMaxInputFileBytes);
+
+// Checks that text read from a file is text: a NUL byte is an error at its line (YAML and JSON
+// parsers otherwise report it as a bad escape or stop reading there).
+Status CheckNoNulBytes(const std::string& text, const std::string& file);
+
+}  // namespace gpuplan

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <unordered_map>
 
 #include "gpuplan/csv.h"
 #include "gpuplan/data.h"
@@ -19,12 +20,37 @@ constexpr double kTB = 1e12;
 constexpr double kTera = 1e12;
 constexpr double kMB = 1e6;
 
-// Reads an optional number column and scales it; a bad cell is an error with its location.
-#define OPT(out, rec, col, scale)                                  \
+// Ranges per column, in the file's units. Every value is finite and bounded on both sides, so no
+// product or quotient of catalog values can overflow to inf or reach 0 x inf = nan downstream: a
+// rate has a floor above 0 (a 0 TFLOP/s GPU or a 0 GB/s link is an error, not an infinite time),
+// and a price may be 0 (own hardware) because every time it multiplies is finite.
+constexpr NumberRange kMemoryGib{1e-3, 1e6};     // 1 MiB .. 1 PiB per GPU / per host
+constexpr NumberRange kTflops{1e-6, 1e6};        // dense peak, TFLOP/s
+constexpr NumberRange kGbPerS{1e-6, 1e7};        // memory, NVLink and link bandwidths, GB/s
+constexpr NumberRange kMbPerS{1e-6, 1e10};       // storage throughput, MB/s
+constexpr NumberRange kGbps{1e-6, 1e8};          // instance network, Gb/s
+constexpr NumberRange kLatency{0, 1e9};          // us or ms
+constexpr NumberRange kUsd{0, 1e6};              // USD per hour / per GB-month / per 1k requests
+constexpr NumberRange kLocalPrice{0, 1e9};       // local currency per hour (yen, won, ...)
+constexpr NumberRange kFx{1e-9, 1e6};            // USD per unit of the local currency
+constexpr NumberRange kCount{1e-3, 1e7};         // vCPUs, IOPS-like counts
+constexpr NumberRange kIops{1e-3, 1e12};
+constexpr NumberRange kTb{0, 1e6};               // local NVMe, TB (0 = none)
+
+// Reads an optional number column in `range` and scales it; a bad cell is an error with its location.
+#define OPT(out, rec, col, scale, range)                           \
   do {                                                             \
-    auto _v = (rec).OptNumber(col);                                \
+    auto _v = (rec).OptNumber(col, range);                         \
     if (!_v.ok()) return _v.status();                              \
     if (_v->has_value()) (out) = **_v * (scale);                   \
+  } while (0)
+
+// Reads an optional whole-number column in [min, max].
+#define OPT_INT(out, rec, col, min, max)                           \
+  do {                                                             \
+    auto _v = (rec).OptInteger(col, min, max);                     \
+    if (!_v.ok()) return _v.status();                              \
+    if (_v->has_value()) (out) = static_cast<double>(**_v);        \
   } while (0)
 
 Result<GpuSpec> ReadGpu(const CsvRecord& r) {
@@ -45,20 +71,20 @@ Result<GpuSpec> ReadGpu(const CsvRecord& r) {
   g.family = r.Str("family");
   g.form_factor = r.Str("form_factor");
   std::optional<double> mem;
-  OPT(mem, r, "memory_gib", kGiB);
+  OPT(mem, r, "memory_gib", kGiB, kMemoryGib);
   g.memory_bytes = mem.value_or(0);
-  OPT(g.mem_bw_bytes_per_s, r, "mem_bw_gb_per_s", kGB);
-  OPT(g.fp32_flops, r, "fp32_tflops", kTera);
-  OPT(g.tf32_flops, r, "tf32_tflops", kTera);
-  OPT(g.bf16_flops, r, "bf16_tflops", kTera);
-  OPT(g.fp16_flops, r, "fp16_tflops", kTera);
-  OPT(g.fp8_flops, r, "fp8_tflops", kTera);
+  OPT(g.mem_bw_bytes_per_s, r, "mem_bw_gb_per_s", kGB, kGbPerS);
+  OPT(g.fp32_flops, r, "fp32_tflops", kTera, kTflops);
+  OPT(g.tf32_flops, r, "tf32_tflops", kTera, kTflops);
+  OPT(g.bf16_flops, r, "bf16_tflops", kTera, kTflops);
+  OPT(g.fp16_flops, r, "fp16_tflops", kTera, kTflops);
+  OPT(g.fp8_flops, r, "fp8_tflops", kTera, kTflops);
   g.fp8_supported = r.Str("fp8_tflops") != "none";
   g.bf16_supported = r.Str("bf16_tflops") != "none";
   g.intra_link = r.Str("intra_link");
-  OPT(g.nvlink_bytes_per_s_per_dir, r, "nvlink_bw_gb_per_s_per_dir", kGB);
-  OPT(g.pcie_gen, r, "pcie_gen", 1.0);
-  OPT(g.pcie_lanes, r, "pcie_lanes", 1.0);
+  OPT(g.nvlink_bytes_per_s_per_dir, r, "nvlink_bw_gb_per_s_per_dir", kGB, kGbPerS);
+  OPT_INT(g.pcie_gen, r, "pcie_gen", 1, 6);  // the link pcie<gen>-x16 must exist too (CheckReferences)
+  OPT_INT(g.pcie_lanes, r, "pcie_lanes", 1, 32);
   const std::string p2p = r.Str("p2p");  // the column is optional: older override files lack it
   if (p2p == "no") g.p2p = false;
   else if (p2p != "yes" && p2p != "unknown" && !p2p.empty())
@@ -76,9 +102,9 @@ Result<LinkSpec> ReadLink(const CsvRecord& r) {
   l.kind = r.Str("kind");
   l.name = r.Str("name");
   std::optional<double> bw;
-  OPT(bw, r, "bw_gb_per_s_per_dir", kGB);
+  OPT(bw, r, "bw_gb_per_s_per_dir", kGB, kGbPerS);
   l.bw_bytes_per_s_per_dir = bw.value_or(0);  // 0 = unknown; users of the link check
-  OPT(l.latency_s, r, "latency_us", 1e-6);
+  OPT(l.latency_s, r, "latency_us", 1e-6, kLatency);
   l.source = r.Str("source");
   l.date = r.Str("date");
   l.notes = r.Str("notes");
@@ -92,8 +118,8 @@ Result<LinkSpec> ReadLink(const CsvRecord& r) {
 Status ReadLocalPrice(const CsvRecord& r, InstanceSpec& i) {
   const std::string currency = r.Str("price_currency");
   if (!currency.empty() && currency != "unknown") i.price_currency = currency;
-  OPT(i.on_demand_local_per_hour, r, "on_demand_local_per_hour", 1.0);
-  OPT(i.fx_usd_per_unit, r, "fx_usd_per_unit", 1.0);
+  OPT(i.on_demand_local_per_hour, r, "on_demand_local_per_hour", 1.0, kLocalPrice);
+  OPT(i.fx_usd_per_unit, r, "fx_usd_per_unit", 1.0, kFx);
   const std::string fx_date = r.Str("fx_date");
   if (fx_date != "unknown") i.fx_date = fx_date;
   if (i.price_currency == "USD" && !i.fx_usd_per_unit) i.fx_usd_per_unit = 1.0;
@@ -103,7 +129,9 @@ Status ReadLocalPrice(const CsvRecord& r, InstanceSpec& i) {
                                                               i.price_currency + " to USD");
     if (i.price_currency != "USD" && i.fx_date.empty())
       return Status::BadInput(r.Where("fx_date"), "the exchange rate needs its date");
-    i.on_demand_usd_per_hour = *i.on_demand_local_per_hour * *i.fx_usd_per_unit;
+    const double usd = *i.on_demand_local_per_hour * *i.fx_usd_per_unit;
+    GPUPLAN_RETURN_IF_ERROR(CheckRange(usd, r.Where("on_demand_local_per_hour"), kUsd));  // as USD per hour
+    i.on_demand_usd_per_hour = usd;
   }
   return Status::Ok();
 }
@@ -114,23 +142,22 @@ Result<InstanceSpec> ReadInstance(const CsvRecord& r) {
   i.provider = r.Str("provider");
   i.instance = r.Str("instance");
   i.gpu_id = r.Str("gpu_id");
-  std::optional<double> count;
-  OPT(count, r, "gpu_count", 1.0);
-  i.gpu_count = static_cast<int64_t>(count.value_or(0));  // 0 = unknown: listed, never planned
-  if (count && i.gpu_count <= 0) return Status::BadInput(r.Where("gpu_count"), "must be > 0");
+  auto count = r.OptInteger("gpu_count", 1, 100000);
+  if (!count.ok()) return count.status();
+  i.gpu_count = count->value_or(0);  // 0 = unknown: listed, never planned
   i.intra_link = r.Str("intra_link");
-  OPT(i.vcpus, r, "vcpus", 1.0);
-  OPT(i.ram_bytes, r, "ram_gib", kGiB);
-  OPT(i.local_nvme_bytes, r, "local_nvme_tb", kTB);
-  OPT(i.network_bits_per_s, r, "network_gbps", 1e9);
+  OPT(i.vcpus, r, "vcpus", 1.0, kCount);
+  OPT(i.ram_bytes, r, "ram_gib", kGiB, kMemoryGib);
+  OPT(i.local_nvme_bytes, r, "local_nvme_tb", kTB, kTb);
+  OPT(i.network_bits_per_s, r, "network_gbps", 1e9, kGbps);
   i.network_kind = r.Str("network_kind");
   i.network_link = r.Str("network_link");
   i.rdma = r.Str("rdma");
   i.gpudirect_rdma = r.Str("gpudirect_rdma");
-  OPT(i.nics, r, "nics", 1.0);
-  OPT(i.on_demand_usd_per_hour, r, "on_demand_usd_per_hour", 1.0);
-  OPT(i.spot_usd_per_hour, r, "spot_usd_per_hour", 1.0);
-  OPT(i.reserved_usd_per_hour, r, "reserved_usd_per_hour", 1.0);
+  OPT_INT(i.nics, r, "nics", 1, 1024);
+  OPT(i.on_demand_usd_per_hour, r, "on_demand_usd_per_hour", 1.0, kUsd);
+  OPT(i.spot_usd_per_hour, r, "spot_usd_per_hour", 1.0, kUsd);
+  OPT(i.reserved_usd_per_hour, r, "reserved_usd_per_hour", 1.0, kUsd);
   GPUPLAN_RETURN_IF_ERROR(ReadLocalPrice(r, i));
   i.region = r.Str("region");
   i.price_date = r.Str("price_date");
@@ -148,13 +175,13 @@ Result<StorageSpec> ReadStorage(const CsvRecord& r) {
   s.provider = r.Str("provider");
   s.product = r.Str("product");
   s.tier = r.Str("tier");
-  OPT(s.read_bytes_per_s, r, "read_mb_per_s", kMB);
-  OPT(s.write_bytes_per_s, r, "write_mb_per_s", kMB);
-  OPT(s.iops, r, "iops", 1.0);
-  OPT(s.latency_s, r, "latency_ms", 1e-3);
-  OPT(s.usd_per_gb_month, r, "usd_per_gb_month", 1.0);
-  OPT(s.usd_per_1k_put, r, "usd_per_1k_put", 1.0);
-  OPT(s.usd_per_1k_get, r, "usd_per_1k_get", 1.0);
+  OPT(s.read_bytes_per_s, r, "read_mb_per_s", kMB, kMbPerS);
+  OPT(s.write_bytes_per_s, r, "write_mb_per_s", kMB, kMbPerS);
+  OPT(s.iops, r, "iops", 1.0, kIops);
+  OPT(s.latency_s, r, "latency_ms", 1e-3, kLatency);
+  OPT(s.usd_per_gb_month, r, "usd_per_gb_month", 1.0, kUsd);
+  OPT(s.usd_per_1k_put, r, "usd_per_1k_put", 1.0, kUsd);
+  OPT(s.usd_per_1k_get, r, "usd_per_1k_get", 1.0, kUsd);
   s.throughput_scope = r.Str("throughput_scope");
   s.source = r.Str("source");
   s.date = r.Str("date");
@@ -166,20 +193,17 @@ Result<StorageSpec> ReadStorage(const CsvRecord& r) {
 Result<CapacityBlockSpec> ReadCapacityBlock(const CsvRecord& r) {
   CapacityBlockSpec b;
   b.id = Lower(r.Str("id"));
-  auto price = r.Number("usd_per_node_hour");
+  auto price = r.Number("usd_per_node_hour", {0, 1e6, /*min_exclusive=*/true});
   if (!price.ok()) return price.status();
-  if (!(*price > 0) || *price > 1e6) return Status::BadInput(r.Where("usd_per_node_hour"), "must be in (0, 1e6] USD per node-hour");
   b.usd_per_node_hour = *price;
-  auto inc = r.Number("billing_increment_hours");
+  auto inc = r.Number("billing_increment_hours", {0, 24 * 366, /*min_exclusive=*/true});
   if (!inc.ok()) return inc.status();
-  if (!(*inc > 0) || *inc > 24 * 366) return Status::BadInput(r.Where("billing_increment_hours"), "must be in (0, 8784] hours");
   b.billing_increment_s = *inc * 3600;
   for (const auto& part : SplitList(r.Str("node_counts"), ';')) {
-    char* end = nullptr;
-    const long long n = std::strtoll(part.c_str(), &end, 10);
-    if (part.empty() || *end != '\0' || n < 1 || n > 100000)
-      return Status::BadInput(r.Where("node_counts"), "expected node counts like 1;2;4;8, got '" + part + "'");
-    b.node_counts.push_back(n);
+    auto n = ParseInteger(part, r.Where("node_counts"), 1, 100000);
+    if (!n.ok())
+      return Status::BadInput(r.Where("node_counts"), "expected node counts like 1;2;4;8: " + n.status().reason());
+    b.node_counts.push_back(*n);
   }
   if (b.node_counts.empty()) return Status::BadInput(r.Where("node_counts"), "must list the node counts that can be booked");
   b.region = r.Str("region");
@@ -190,25 +214,63 @@ Result<CapacityBlockSpec> ReadCapacityBlock(const CsvRecord& r) {
   return b;
 }
 
-template <typename T>
-void Upsert(std::vector<T>& rows, T row) {
-  for (auto& r : rows)
-    if (r.id == row.id) {
-      r = std::move(row);
-      return;
-    }
-  rows.push_back(std::move(row));
-}
-
+// Adds the rows of one file to `out`: a row whose id is already there (from an earlier file: the
+// built-in catalog) replaces it, which is what --catalog overrides are for; the same id twice in
+// one file is an error naming both lines. Linear in rows: ids are found through an index.
 template <typename T, typename F>
 Status LoadRows(const CsvTable& t, std::vector<T>& out, F read) {
+  std::unordered_map<std::string, size_t> index;  // id -> position in out
+  index.reserve(out.size() + t.rows.size());
+  for (size_t i = 0; i < out.size(); ++i) index.emplace(out[i].id, i);
+  std::unordered_map<std::string, int> line_of;  // lower-cased id -> line in this file
+  line_of.reserve(t.rows.size());
   for (const auto& row : t.rows) {
     CsvRecord rec(t, row);
-    if (rec.Str("id").empty()) return Status::BadInput(rec.Where("id"), "must not be empty");
+    const std::string id = rec.Str("id");
+    if (id.empty()) return Status::BadInput(rec.Where("id"), "must not be empty");
+    auto [seen, fresh] = line_of.emplace(Lower(id), row.line);
+    if (!fresh)
+      return Status::BadInput(rec.Where("id"), "duplicate id '" + id + "': line " + std::to_string(seen->second) +
+                                                   " of this file has it too (one row per id)");
     auto v = read(rec);
     if (!v.ok()) return v.status();
-    Upsert(out, std::move(v).value());
+    auto [it, added] = index.emplace(v->id, out.size());
+    if (added) out.push_back(std::move(v).value());
+    else out[it->second] = std::move(v).value();
   }
+  return Status::Ok();
+}
+
+Location At(const Location& row, const std::string& key) { return {row.file, row.line, key}; }
+
+// Cross-file references, checked once every file is in: an instance names a GPU and links that
+// exist, a GPU's PCIe generation has its pcie<gen>-x16 link (the host link of every estimate).
+Status CheckReferences(const Catalog& c) {
+  for (const auto& g : c.gpus) {
+    const int gen = static_cast<int>(g.pcie_gen.value_or(4));
+    const std::string host = "pcie" + std::to_string(gen) + "-x16";
+    auto link = c.FindLink(host);
+    if (!link.ok() || link->bw_bytes_per_s_per_dir <= 0) {
+      std::string known;
+      for (const auto& l : c.links)
+        if (l.kind == "pcie" && l.id.size() > 4 && l.id.compare(l.id.size() - 4, 4, "-x16") == 0 && l.bw_bytes_per_s_per_dir > 0)
+          known += (known.empty() ? "" : ", ") + l.id.substr(4, l.id.size() - 8);
+      return Status::BadInput(At(g.where, "pcie_gen"), "PCIe generation " + std::to_string(gen) + " is not in the catalog (link " +
+                                                           host + (link.ok() ? " has no known bandwidth" : " missing") +
+                                                           "; known generations: " + known + ")");
+    }
+  }
+  for (const auto& i : c.instances) {
+    if (i.gpu_id.empty()) return Status::BadInput(At(i.where, "gpu_id"), "must name a GPU of gpus.csv");
+    if (auto g = c.FindGpu(i.gpu_id); !g.ok()) return Status::BadInput(At(i.where, "gpu_id"), g.status().reason());
+    for (const char* col : {"intra_link", "network_link"}) {
+      const std::string& id = std::string(col) == "intra_link" ? i.intra_link : i.network_link;
+      if (id.empty() || id == "unknown") continue;
+      if (auto l = c.FindLink(id); !l.ok()) return Status::BadInput(At(i.where, col), l.status().reason());
+    }
+  }
+  for (const auto& b : c.capacity_blocks)
+    if (auto i = c.FindInstance(b.id); !i.ok()) return Status::BadInput(At(b.where, "id"), i.status().reason());
   return Status::Ok();
 }
 
@@ -345,6 +407,7 @@ Result<Catalog> LoadCatalog(const CatalogOptions& options) {
     if (!t.ok()) return t.status();
     GPUPLAN_RETURN_IF_ERROR(LoadTable(*t, c));
   }
+  GPUPLAN_RETURN_IF_ERROR(CheckReferences(c));
   return c;
 }
 

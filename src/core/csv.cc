@@ -114,6 +114,21 @@ int CsvTable::Column(const std::string& name) const {
   return -1;
 }
 
+namespace {
+// Every column name appears once: a second "price" column would silently shadow the first.
+Status CheckHeader(const std::vector<std::string>& header, const std::string& file, int line) {
+  std::map<std::string, size_t> seen;
+  for (size_t i = 0; i < header.size(); ++i) {
+    if (header[i].empty()) continue;  // unnamed columns (trailing commas) are never read
+    auto [it, fresh] = seen.emplace(header[i], i);
+    if (!fresh)
+      return Status::BadInput({file, line, header[i]}, "duplicate column: header columns " + std::to_string(it->second + 1) +
+                                                           " and " + std::to_string(i + 1) + " are both '" + header[i] + "'");
+  }
+  return Status::Ok();
+}
+}  // namespace
+
 Result<CsvTable> ParseCsv(const std::string& text, const std::string& file) {
   CsvTable t;
   t.file = file;
@@ -126,6 +141,7 @@ Result<CsvTable> ParseCsv(const std::string& text, const std::string& file) {
     cur.clear();
     if (t.header.empty()) {
       t.header = fields;
+      GPUPLAN_RETURN_IF_ERROR(CheckHeader(t.header, file, row_line));
     } else if (!(fields.size() == 1 && fields[0].empty())) {
       if (fields.size() != t.header.size())
         return Status::BadInput({file, row_line, ""},
@@ -137,7 +153,9 @@ Result<CsvTable> ParseCsv(const std::string& text, const std::string& file) {
     row_has_data = false;
     return Status::Ok();
   };
-  for (size_t i = 0; i < text.size(); ++i) {
+  // A UTF-8 byte-order mark (Excel's "CSV UTF-8" writes one) is not part of the first column name.
+  const size_t start = text.rfind("\xEF\xBB\xBF", 0) == 0 ? 3 : 0;
+  for (size_t i = start; i < text.size(); ++i) {
     char c = text[i];
     if (!row_has_data) {
       row_line = line;

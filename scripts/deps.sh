@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs what gpuplan needs from Debian 12 packages, only what is missing.
 set -euo pipefail
-pkgs=(build-essential cmake libyaml-cpp-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev python3-torch)
+# clang + libclang-rt-14-dev: libFuzzer and the sanitizer runtimes for scripts/fuzz.sh (Debian 12 ships
+# libclang_rt.fuzzer-x86_64.a in libclang-rt-14-dev, which --no-install-recommends leaves out).
+pkgs=(build-essential cmake libyaml-cpp-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev python3-torch
+      clang libclang-rt-14-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -20,15 +20,11 @@ bool IsBoolKey(const std::string& key) {
   return false;
 }
 
-// A switch (a flag without a value) written --name=VALUE: yes/true/on/1 turn it on, no/false/off/0
-// leave it off, anything else is an error (never "on because the flag is there").
-Result<bool> SwitchValue(const std::string& name, const std::string& value) {
-  for (const char* on : {"true", "yes", "on", "1"})
-    if (value == on) return true;
-  for (const char* off : {"false", "no", "off", "0"})
-    if (value == off) return false;
+// A switch (a flag without a value) written --name=VALUE is an error: "--json=no" must not print
+// JSON, and reading "no" as off would make --json=nope on; one spelling, --json or nothing.
+Status SwitchWithValue(const std::string& name, const std::string& value) {
   return Status::BadInput({"command line", 0, "--" + name},
-                          "takes no value (or --" + name + "=true/false), got '" + value + "'");
+                          "takes no value (write --" + name + ", or leave it out), got --" + name + "=" + value);
 }
 }  // namespace
 
@@ -63,12 +59,7 @@ Result<Args> ParseArgs(const std::vector<std::string>& argv, const std::vector<F
                               "unknown flag" + (best.empty() ? std::string() : " (did you mean --" + best + "?)"));
     }
     const bool takes_value = spec != own.end() ? spec->takes_value : true;
-    if (!takes_value && has_value) {
-      auto on = SwitchValue(name, value);
-      if (!on.ok()) return on.status();
-      if (!*on) continue;
-      value.clear();
-    }
+    if (!takes_value && has_value) return SwitchWithValue(name, value);
     const bool optional_value = jk != nullptr && IsBoolKey(jk->key);
     if (takes_value && !has_value) {
       if (i + 1 < argv.size() && (!optional_value || argv[i + 1].rfind("--", 0) != 0)) {
@@ -153,11 +144,6 @@ Status RefusePlanFlags(const Args& args, const std::string& command) {
 bool WantsJson(const std::vector<std::string>& argv) {
   for (size_t i = 0; i < argv.size(); ++i) {
     if (argv[i] == "--json" || argv[i] == "--format=json") return true;
-    if (argv[i].rfind("--json=", 0) == 0) {
-      auto on = SwitchValue("json", argv[i].substr(7));
-      if (!on.ok() || *on) return true;  // a bad --json=VALUE still gets its error as JSON
-      continue;
-    }
     if (argv[i] == "--format" && i + 1 < argv.size() && argv[i + 1] == "json") return true;
   }
   return false;

@@ -66,6 +66,14 @@ std::string ClosePreset(const std::string& name) {
   return best;
 }
 
+// An error from a config.json: one inside the file (a line of it) stands; one about the file as a
+// whole (cannot read it: a FIFO, a device, too big) is said at the key that named it.
+Status ConfigError(const Status& st, const Location& w) {
+  const Location& l = st.location();
+  if (!l.file.empty() && l.line > 0) return st;
+  return Bad(w, (l.file.empty() ? "" : "'" + l.file + "': ") + (l.key.empty() ? "" : l.key + ": ") + st.reason());
+}
+
 // --model given something that is not a preset: a config.json path (or a folder holding one),
 // else a message that says how to get there.
 Result<Arch> ModelFromPath(const std::string& s, const Location& w) {
@@ -76,7 +84,7 @@ Result<Arch> ModelFromPath(const std::string& s, const Location& w) {
     const std::string file = is_dir ? s + "/config.json" : s;
     if (std::filesystem::exists(file, ec)) {
       auto a = ArchFromHfConfig(file);
-      if (!a.ok() && a.status().location().file.empty()) return Bad(w, a.status().reason());
+      if (!a.ok()) return ConfigError(a.status(), w);
       return a;
     }
     return Bad(w, "no such file '" + file + "': download the model's config.json (from its Hugging Face page, " +
@@ -178,10 +186,7 @@ const std::vector<KeyEntry>& Entries() {
         return Status::Ok();
       }
       auto a = ArchFromHfConfig(s);
-      if (!a.ok()) {
-        if (!a.status().location().file.empty()) return a.status();
-        return Bad(w, a.status().reason());
-      }
+      if (!a.ok()) return ConfigError(a.status(), w);
       j.arch = *a;
       return Status::Ok();
     });
@@ -223,7 +228,16 @@ const std::vector<KeyEntry>& Entries() {
       return Status::Ok();
     });
     add("model.max_positions", "max-positions", "learned position table size", Int([](Job& j) -> int64_t& { return j.arch.max_positions; }, 1, kMaxSeq));
-    add("model.experts", "experts", "MoE routed experts (leave out for a dense model)", Int([](Job& j) -> int64_t& { return j.arch.experts; }, 1, 1 << 16));
+    add("model.experts", "experts", "MoE routed experts (0 or left out: dense)", [](Job& j, const std::string& s, const Location& w) -> Status {
+      auto v = ParseInt(s, w, 0, 1 << 16);
+      if (!v.ok()) return v.status();
+      // 0 on a MoE preset/config would turn it dense without a word.
+      if (*v == 0 && j.arch.IsMoe())
+        return Bad(w, "'" + j.arch.name + "' is a MoE model with " + std::to_string(j.arch.experts) +
+                          " experts; 0 would make it silently dense (leave experts out, or pick a dense model)");
+      j.arch.experts = *v;
+      return Status::Ok();
+    });
     add("model.experts_per_token", "experts-per-token", "MoE top-k", Int([](Job& j) -> int64_t& { return j.arch.experts_per_token; }, 1, 1 << 16));
     add("model.shared_experts", "shared-experts", "MoE always-on experts", Int([](Job& j) -> int64_t& { return j.arch.shared_experts; }, 0, 1 << 16));
     add("model.moe_ffn_hidden", "moe-ffn-hidden", "expert MLP inner size (default ffn_hidden)", Int([](Job& j) -> int64_t& { return j.arch.moe_ffn_hidden; }, 1, kMaxDim));
@@ -372,6 +386,7 @@ Status SetFromNode(Job& job, const std::string& key, const YAML::Node& value, co
     std::string joined;
     for (const auto& item : value) {
       if (!item.IsScalar()) return Bad(At(file, item, key), "expected a list of names");
+      if (item.Scalar().empty()) return Bad(At(file, item, key), "empty name in the list");
       joined += (joined.empty() ? "" : ",") + item.Scalar();
     }
     if (joined.empty()) return Bad(where, "must name at least one entry");
@@ -586,6 +601,9 @@ Status FinalizeJob(Job& job) {
   if (Status st = ValidateArch(job.arch, loc("model")); !st.ok()) {
     // At the line of the key that made it when that key was given ("model.vocab: ..." at its line).
     if (job.IsSet(st.location().key)) return Bad(loc(st.location().key), st.reason());
+    // A derived value (ffn_hidden = 4 x hidden) or a preset's: at the line of what gave the shape.
+    for (const char* k : {"model.preset", "model.config", "model.params", "model.hidden", "model.layers"})
+      if (job.IsSet(k)) return Bad({loc(k).file, loc(k).line, st.location().key}, st.reason());
     return st;
   }
   const Arch& a = job.arch;

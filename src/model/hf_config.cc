@@ -280,6 +280,39 @@ Status CheckTree(const YAML::Node& n, const std::string& prefix, int depth, cons
   return Status::Ok();
 }
 
+// A ValidateArch error ("heads: must divide hidden") at the line of the config.json key it came
+// from (the family's name for it, in text_config for gemma3), else at the object's first line.
+Status AtConfigKey(const Status& st, const Reader& r, const std::string& type) {
+  static const std::map<std::string, std::vector<std::string>> kNames = {
+      {"layers", {"num_hidden_layers", "n_layer"}},
+      {"hidden", {"hidden_size", "n_embd"}},
+      {"heads", {"num_attention_heads", "n_head"}},
+      {"kv_heads", {"num_key_value_heads"}},
+      {"head_dim", {"head_dim", "qk_nope_head_dim", "qk_rope_head_dim"}},
+      {"v_head_dim", {"v_head_dim", "head_dim"}},
+      {"ffn_hidden", {"intermediate_size", "n_inner", "hidden_size", "n_embd"}},
+      {"moe_ffn_hidden", {"moe_intermediate_size", "intermediate_size"}},
+      {"vocab", {"vocab_size"}},
+      {"max_positions", {"n_positions"}},
+      {"experts", {"num_local_experts", "num_experts", "n_routed_experts"}},
+      {"experts_per_token", {"num_experts_per_tok"}},
+      {"shared_experts", {"n_shared_experts"}},
+      {"dense_layers", {"first_k_dense_replace", "mlp_only_layers", "decoder_sparse_step"}},
+      {"q_lora_rank", {"q_lora_rank"}},
+      {"kv_lora_rank", {"kv_lora_rank"}},
+      {"qk_nope_head_dim", {"qk_nope_head_dim"}},
+      {"qk_rope_head_dim", {"qk_rope_head_dim"}},
+      {"mla", {"kv_lora_rank"}},
+      {"shape", {"hidden_size", "n_embd"}}};
+  const YAML::Node obj = type == "gemma3" && r.root["text_config"] ? r.root["text_config"] : r.root;
+  const std::string prefix = type == "gemma3" ? "text_config." : "";
+  const Reader in{obj, r.file};
+  if (auto it = kNames.find(st.location().key); it != kNames.end())
+    for (const auto& name : it->second)
+      if (in.Has(name)) return Status::BadInput({r.file, in.At(name).line, prefix + name}, st.reason());
+  return Status::BadInput({r.file, LineOf(obj) > 0 ? LineOf(obj) : 1, st.location().key}, st.reason());
+}
+
 }  // namespace
 
 Result<Arch> ArchFromHfConfig(const std::string& given) {
@@ -310,7 +343,7 @@ Result<Arch> ArchFromHfConfig(const std::string& given) {
   Arch a;
   a.name = NameFromPath(path, type);
   GPUPLAN_RETURN_IF_ERROR(ReadFamily(r, type, a));
-  GPUPLAN_RETURN_IF_ERROR(ValidateArch(a, {path, 0, ""}));
+  if (Status st = ValidateArch(a, {path, 0, ""}); !st.ok()) return AtConfigKey(st, r, type);
   return a;
 }
 

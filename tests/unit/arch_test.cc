@@ -314,6 +314,18 @@ TEST(Arch, HfConfigZeroKvHeadsAndZeroExpertsAreErrors) {
       << ConfigError("mx0.json", mixtral);
 }
 
+TEST(Arch, HfConfigShapeErrorsHaveTheKeysLine) {
+  // ValidateArch's errors ("heads must divide hidden", the count limit) were at no line.
+  const std::string e = ConfigError("heads.json", "{\"model_type\": \"llama\",\n \"hidden_size\": 64,\n "
+                                                  "\"num_hidden_layers\": 2,\n \"num_attention_heads\": 3,\n "
+                                                  "\"intermediate_size\": 128,\n \"vocab_size\": 100}");
+  EXPECT_NE(e.find("heads.json:4: num_attention_heads: must divide hidden"), std::string::npos) << e;
+  const std::string big = ConfigError("big.json", "{\"model_type\": \"llama\", \"hidden_size\": 16384,\n "
+                                                  "\"num_hidden_layers\": 16000000,\n \"num_attention_heads\": 128,\n "
+                                                  "\"intermediate_size\": 65536, \"vocab_size\": 100}");
+  EXPECT_NE(big.find("big.json:2: num_hidden_layers: 16000000 layers of up to"), std::string::npos) << big;
+}
+
 TEST(Arch, HfConfigNonFiniteAndHugeValuesNameTheKey) {
   for (const char* v : {"Infinity", "NaN", "1e300", "0x10", "-1", "2.5"}) {
     const std::string e = ConfigError("nf.json", Tiny(v));

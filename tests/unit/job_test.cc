@@ -232,6 +232,8 @@ TEST(Job, ZeroKvHeadsOrExpertsGivenIsAnError) {
                 "job.yaml:1: model.kv_heads: ", 0),
             0u);
   EXPECT_EQ(Error("model: {preset: mixtral-8x7b, experts: 0}\n").rfind("job.yaml:1: model.experts: ", 0), 0u);
+  EXPECT_NE(Error("model: {preset: mixtral-8x7b, experts: 0}\n").find("silently dense"), std::string::npos);
+  EXPECT_TRUE(Parse("model: {preset: gpt2, experts: 0}\n").ok());  // dense stays dense: nothing lost
   // MoE-only keys on a dense model say so instead of being ignored.
   EXPECT_EQ(Error("model: {preset: gpt2, experts_per_token: 2}\n"),
             "job.yaml:1: model.experts_per_token: applies to a MoE model only; give model.experts too");
@@ -264,6 +266,21 @@ TEST(Job, ParamCountOverflowFromAShapeIsBadInputAtTheKey) {
       "training: {method: lora, lora: {rank: 65536, targets: [all-linear]}}\n");
   EXPECT_EQ(l.rfind("job.yaml:2: training.lora.rank: rank 65536 gives more adapter parameters than the 1e15 limit", 0), 0u)
       << l;  // the base model (1.4e14) is accepted; its adapters would not be exact
+}
+
+TEST(Job, EmptyNameInAListIsAnError) {
+  // ["", aws] lost the empty item and planned as if only aws were given.
+  EXPECT_EQ(Error("model: {preset: gpt2}\nconstraints:\n  clouds: [\"\", aws]\n"),
+            "job.yaml:3: constraints.clouds: empty name in the list");
+}
+
+TEST(Job, ConfigFileProblemsAreSaidAtTheKeyThatNamedIt) {
+  EXPECT_EQ(Error("model:\n  config: /dev/zero\n"),
+            "job.yaml:2: model.config: '/dev/zero': cannot read a character device: gpuplan reads job, config and CSV "
+            "inputs from regular files only");
+  // A shape error with no line of its own (ffn_hidden derived as 4 x hidden) gets the model's line.
+  const std::string e = Error("model:\n  layers: 32\n  hidden: 16777216\n  heads: 16\n  vocab: 32000\n  mlp: gelu\n");
+  EXPECT_EQ(e.rfind("job.yaml:3: model.ffn_hidden: 67108864 is beyond 2^24", 0), 0u) << e;
 }
 
 TEST(Job, InputFilesAreRegularFilesUnderACap) {

@@ -596,6 +596,7 @@ Status FinalizeJob(Job& job) {
     return Location{job.source, 0, key};
   };
   GPUPLAN_RETURN_IF_ERROR(ApplyDatasetSize(job));
+  if (job.arch.name.empty()) job.arch.name = "custom";  // an inline shape without model.name (Arch's default)
   if (job.arch.layers == 0 && job.arch.params_override == 0)
     return Bad(loc("model"), "no model: give model.preset, model.config, model.params or the shape (layers, hidden, heads, vocab)");
   if (Status st = ValidateArch(job.arch, loc("model")); !st.ok()) {

@@ -13,10 +13,12 @@ namespace {
 Result<Arch> ArchFromRow(const CsvRecord& r) {
   Arch a;
   a.name = r.Str("id");
+  // Whole numbers in range (ParseInteger): a 1.5 or 1e30 cell is an error, never a truncating cast.
   auto num = [&](const char* col, int64_t& out) -> Status {
-    auto v = r.Number(col);
+    auto v = r.OptInteger(col, 0, int64_t{1} << 24);
     if (!v.ok()) return v.status();
-    out = static_cast<int64_t>(*v);
+    if (!*v) return Status::BadInput(r.Where(col), "a number is required");
+    out = **v;
     return Status::Ok();
   };
   GPUPLAN_RETURN_IF_ERROR(num("layers", a.layers));
@@ -34,9 +36,9 @@ Result<Arch> ArchFromRow(const CsvRecord& r) {
   GPUPLAN_RETURN_IF_ERROR(num("dense_layers", a.dense_layers));
   // Columns added for Qwen3, DeepSeek MLA and Gemma: optional, blank = the Arch default.
   auto opt = [&](const char* col, int64_t& out) -> Status {
-    auto v = r.OptNumber(col);
+    auto v = r.OptInteger(col, 0, int64_t{1} << 24);
     if (!v.ok()) return v.status();
-    if (*v) out = static_cast<int64_t>(**v);
+    if (*v) out = **v;
     return Status::Ok();
   };
   GPUPLAN_RETURN_IF_ERROR(opt("norms_per_layer", a.norms_per_layer));

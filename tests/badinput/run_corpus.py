@@ -97,6 +97,16 @@ class Scratch:
         with open(self.values['sparse'], 'wb') as f:
             f.truncate(3 << 30)
         os.symlink(os.path.join(HERE, 'files', 'job_base.yaml'), self.values['symlink'])
+        # Big catalogs (loading must stay linear in rows): one corpus row repeated under fresh ids.
+        for name, source, rows in (('links_100k', 'cat_link_valid.csv', 100000), ('gpus_50k', 'cat_gpu_valid.csv', 50000),
+                                   ('instances_20k', 'cat_inst_only.csv', 20000)):
+            self.values[name] = os.path.join(root, name + '.csv')
+            with open(os.path.join(HERE, 'files', source), encoding='utf-8') as f:
+                header, row = f.readline(), f.readline()
+            row_id, rest = row.split(',', 1)
+            with open(self.values[name], 'w', encoding='utf-8') as f:
+                f.write(header)
+                f.writelines(f"{row_id}-{i},{rest.replace('testgpu', f'testgpu{i}', 1)}" for i in range(rows))
         self.special = {self.values[k] for k in ('fifo', 'fifo_json', 'dir', 'missing', 'sparse')} | {
             '/dev/zero', '/dev/urandom', '/dev/null'}
 

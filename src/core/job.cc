@@ -424,15 +424,22 @@ Status NestingTooDeep(const std::string& file, int line) {
   return Bad({file, line, ""}, "nesting deeper than " + std::to_string(kMaxNesting) + " levels");
 }
 
-Status CheckNesting(const YAML::Node& n, int depth, const std::string& file) {
-  if (depth > kMaxNesting) return NestingTooDeep(file, n.Mark().line >= 0 ? n.Mark().line + 1 : 0);
+// Far more values than a job file holds. Aliases share nodes, so a few lines of "&a [*b, *b, ...]"
+// expand to billions of values on a walk (the "billion laughs"): the walk stops at this many.
+constexpr int64_t kMaxNodes = 100000;
+
+Status CheckNesting(const YAML::Node& n, int depth, const std::string& file, int64_t& budget) {
+  const int line = n.Mark().line >= 0 ? n.Mark().line + 1 : 0;
+  if (depth > kMaxNesting) return NestingTooDeep(file, line);
+  if (--budget < 0)
+    return Bad({file, line, ""}, "more than " + std::to_string(kMaxNodes) + " values (YAML aliases expanding?); a job file holds a few dozen");
   if (n.IsMap()) {
     for (auto it = n.begin(); it != n.end(); ++it) {
-      GPUPLAN_RETURN_IF_ERROR(CheckNesting(it->first, depth + 1, file));
-      GPUPLAN_RETURN_IF_ERROR(CheckNesting(it->second, depth + 1, file));
+      GPUPLAN_RETURN_IF_ERROR(CheckNesting(it->first, depth + 1, file, budget));
+      GPUPLAN_RETURN_IF_ERROR(CheckNesting(it->second, depth + 1, file, budget));
     }
   } else if (n.IsSequence()) {
-    for (const auto& item : n) GPUPLAN_RETURN_IF_ERROR(CheckNesting(item, depth + 1, file));
+    for (const auto& item : n) GPUPLAN_RETURN_IF_ERROR(CheckNesting(item, depth + 1, file, budget));
   }
   return Status::Ok();
 }
@@ -454,7 +461,8 @@ Result<YAML::Node> LoadOneDocument(const std::string& text, const std::string& f
     return Bad({file, line, ""}, "a second YAML document (after '---'); a job file is one document");
   }
   if (docs.empty()) return YAML::Node();
-  GPUPLAN_RETURN_IF_ERROR(CheckNesting(docs[0], 0, file));
+  int64_t budget = kMaxNodes;
+  GPUPLAN_RETURN_IF_ERROR(CheckNesting(docs[0], 0, file, budget));
   return docs[0];
 }
 

@@ -261,9 +261,16 @@ int LineOf(const YAML::Node& n) { return n.Mark().line >= 0 ? n.Mark().line + 1 
 
 // Duplicate keys are an error naming the key: yaml-cpp (like nlohmann::json) answers the first
 // value, Python's json and so transformers the last; neither is silently right. Nesting is bounded.
-Status CheckTree(const YAML::Node& n, const std::string& prefix, int depth, const std::string& file) {
+// Far more values than any config.json (DeepSeek-V3's is ~60; id2label tables a few thousand).
+// YAML aliases (yaml-cpp reads YAML too) share nodes: a few lines can expand to billions on a walk.
+constexpr int64_t kMaxNodes = 1000000;
+
+Status CheckTree(const YAML::Node& n, const std::string& prefix, int depth, const std::string& file, int64_t& budget) {
   if (depth > kMaxNesting)
     return Status::BadInput({file, LineOf(n), ""}, "nesting deeper than " + std::to_string(kMaxNesting) + " levels");
+  if (--budget < 0)
+    return Status::BadInput({file, LineOf(n), ""}, "more than " + std::to_string(kMaxNodes) +
+                                                       " values (YAML aliases expanding?); not a config.json");
   if (n.IsMap()) {
     std::map<std::string, int> seen;
     for (auto it = n.begin(); it != n.end(); ++it) {
@@ -272,10 +279,10 @@ Status CheckTree(const YAML::Node& n, const std::string& prefix, int depth, cons
         return Status::BadInput({file, LineOf(it->first), key},
                                 "key given twice (first on line " + std::to_string(pos->second) +
                                     "); Hugging Face would keep the last value, this reader the first: remove one");
-      GPUPLAN_RETURN_IF_ERROR(CheckTree(it->second, key + ".", depth + 1, file));
+      GPUPLAN_RETURN_IF_ERROR(CheckTree(it->second, key + ".", depth + 1, file, budget));
     }
   } else if (n.IsSequence()) {
-    for (const auto& item : n) GPUPLAN_RETURN_IF_ERROR(CheckTree(item, prefix, depth + 1, file));
+    for (const auto& item : n) GPUPLAN_RETURN_IF_ERROR(CheckTree(item, prefix, depth + 1, file, budget));
   }
   return Status::Ok();
 }
@@ -336,7 +343,8 @@ Result<Arch> ArchFromHfConfig(const std::string& given) {
     return Status::BadInput({path, ex.mark.line + 1, ""}, "cannot parse config.json: " + ex.msg);
   }
   if (!root.IsMap()) return Status::BadInput({path, 1, ""}, "config.json must be a JSON object");
-  GPUPLAN_RETURN_IF_ERROR(CheckTree(root, "", 0, path));
+  int64_t budget = kMaxNodes;
+  GPUPLAN_RETURN_IF_ERROR(CheckTree(root, "", 0, path, budget));
   Reader r{root, path};
   std::string type;
   ASSIGN_OR_RETURN(type, r.StrOr("model_type", ""));

@@ -333,6 +333,16 @@ TEST(Arch, HfConfigNonFiniteAndHugeValuesNameTheKey) {
   }
 }
 
+TEST(Arch, HfConfigYamlAliasExpansionIsRefusedNotWalked) {
+  std::string t = "model_type: llama\nx0: &a0 [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n";
+  for (int i = 1; i < 12; ++i) {
+    t += "x" + std::to_string(i) + ": &a" + std::to_string(i) + " [";
+    for (int k = 0; k < 10; ++k) t += (k ? ", *a" : "*a") + std::to_string(i - 1);
+    t += "]\n";
+  }
+  EXPECT_NE(ConfigError("laughs.json", t).find("more than 1000000 values"), std::string::npos);
+}
+
 TEST(Arch, HfConfigTextProblemsArePlainMessages) {
   EXPECT_NE(ConfigError("deep.json", "{\"a\": " + std::string(3000, '[') + std::string(3000, ']') + "}")
                 .find("nesting deeper than 64 levels"),

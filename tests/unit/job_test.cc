@@ -209,6 +209,24 @@ TEST(Job, DeepNestingIsAPlainMessage) {
   EXPECT_NE(Error(block).find("nesting deeper than 64 levels"), std::string::npos) << Error(block);
 }
 
+// A few lines of aliases expand to 10^12 values on a walk: refused by count, not walked.
+std::string BillionLaughs(const std::string& first) {
+  std::string t = first + "x0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n";
+  for (int i = 1; i < 12; ++i) {
+    t += "x" + std::to_string(i) + ": &a" + std::to_string(i) + " [";
+    for (int k = 0; k < 10; ++k) t += (k ? ", *a" : "*a") + std::to_string(i - 1);
+    t += "]\n";
+  }
+  return t;
+}
+
+TEST(Job, YamlAliasExpansionIsRefusedNotWalked) {
+  alarm(60);  // the walk was exponential: a hang fails by SIGALRM instead of blocking the run
+  const std::string e = Error(BillionLaughs("model: {preset: gpt2}\n"));
+  alarm(0);
+  EXPECT_NE(e.find("more than 100000 values (YAML aliases expanding?)"), std::string::npos) << e;
+}
+
 TEST(Job, NulByteIsAPlainMessage) {
   EXPECT_EQ(Error(std::string("model:\n  preset: gp\0t2\n", 22)),
             "job.yaml:2: NUL byte in the file (not a text file?); inputs are UTF-8 text");

@@ -116,6 +116,8 @@ class Scratch:
         for a in argv:
             for k, v in self.values.items():
                 a = a.replace('{' + k + '}', v)
+            # \xHH (HH >= 80): that raw byte, for arguments that are not UTF-8.
+            a = re.sub(r'\\x([89a-fA-F][0-9a-fA-F])', lambda m: chr(0xdc00 + int(m.group(1), 16)), a)
             out.append(a)
         return out
 
@@ -175,7 +177,7 @@ def wants_json(argv):
 def judge(case, argv, rc, out, err, timed_out, scratch, files_dir):
     """The failure classes of one run, as (class, detail) pairs; empty when the case passes."""
     problems = []
-    text = (out + b'\n' + err).decode('utf-8', 'replace')
+    text = (out + b'\n' + err).decode('utf-8', 'surrogateescape')  # raw bytes stay comparable with argv
     if timed_out:
         return [('timeout', f'no answer in {TIMEOUT_S} s')]
     if rc is None:
@@ -206,8 +208,11 @@ def judge(case, argv, rc, out, err, timed_out, scratch, files_dir):
         if not located and isinstance(json_doc, dict) and isinstance(json_doc.get('error'), dict):
             loc = json_doc['error'].get('location')
             located = isinstance(loc, str) and loc != ''
-            if located and loc not in ('command line',) and not re.search(r':\d+$', loc):
-                located = loc in scratch.special or loc in argv or loc in scratch.values.values()
+            if located and loc != 'command line' and not re.search(r':\d+$', loc):
+                # A file alone: one that cannot be read as a whole, or one that lacks a required key.
+                located = (loc in scratch.special or loc.startswith(scratch.root) or
+                           not os.path.isfile(os.path.join(files_dir, loc)) or
+                           bool(re.search(r'missing|needs |required|no model', text, re.IGNORECASE)))
         if not located and re.search(r'missing|needs |required|no model', text, re.IGNORECASE):
             # A key that is not there has no line: the file that lacks it is the location.
             located = any((a + ':') in text for a in argv if os.path.isfile(os.path.join(files_dir, a)))

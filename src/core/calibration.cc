@@ -2,21 +2,151 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <string_view>
 
 #include "gpuplan/csv.h"
 #include "gpuplan/data.h"
+#include "gpuplan/strings.h"
 
 namespace gpuplan {
 
 namespace {
-Status LoadInto(const CsvTable& t, std::map<std::string, double>& out) {
+
+// What a calibration value may be. A key ending in '.' names a family: "link_eff." covers
+// link_eff.<anything>. Rates and divisors have a floor above 0 and every range is bounded, so no
+// calibration value can make an estimate inf or nan.
+struct KeyRule {
+  std::string_view key;
+  NumberRange range;
+  bool integral = false;  // Default: false (any finite value in range).
+};
+
+constexpr KeyRule kRules[] = {
+    // data/calibration.csv
+    {"cuda_context_bytes", {0, 1e12}},
+    {"nccl_buffers_bytes", {0, 1e12}},
+    {"allocator_fragmentation", {0, 1}},
+    {"zero_bucket_elements", {1, 1e13}},
+    {"zero3_prefetch_layers", {0, 1e6}, true},
+    {"gpu_failure_rate_per_gpu_day", {0, 1e3}},
+    {"host_vcpus_per_gpu_min", {0, 1e4}},
+    {"host_ram_per_gpu_memory_min", {0, 1e3}},
+    {"checkpoints_kept", {0, 1e4}, true},
+    {"object_store_part_bytes", {1, 1e13}},
+    {"restart_overhead_s", {0, 1e7}},
+    {"memory_model_error_margin", {0, 0.95}},  // the usable memory is (1 - margin) x the GPU's
+    {"startup_provision_s", {0, 1e7}},
+    {"startup_image_bytes", {0, 1e15}},
+    {"startup_image_pull_bytes_per_s", {1, 1e15}},
+    {"startup_download_bytes_per_s_per_node", {1, 1e15}},
+    {"local_nvme_write_bytes_per_s_per_node", {1, 1e15}},
+    {"parallel_fs_capacity_step_bytes", {1, 1e18}},
+    {"parallel_fs_capacity_doublings", {0, 40}, true},
+    {"spot_interruptions_per_node_hour.", {0, 1e3}},
+    {"spot_price_ratio_min_plausible", {0, 1}},
+    {"spot_capacity_scarce.", {0, 1}, true},
+    {"cpu_adam_params_per_s_per_vcpu", {1, 1e15}},
+    // data/efficiency.csv
+    {"matmul_eff_max.", {1e-3, 1}},
+    {"matmul_dim_half", {0, 1e9}},
+    {"matmul_fixed_s", {0, 1e3}},
+    {"flash_attention_eff.", {1e-3, 1}},
+    {"eager_attention_eff.", {1e-3, 1}},
+    {"hbm_eff", {1e-3, 1}},
+    {"elementwise_bytes_per_token_layer_h", {0, 1e6}},
+    {"elementwise_bytes_per_token_layer_f", {0, 1e6}},
+    {"framework_overhead", {1e-3, 100}},  // a multiplier on the step (1.3): a factor, not a fraction
+    {"step_fixed_s", {0, 1e5}},
+    {"link_eff.", {1e-3, 2}},  // NVLS all-reduce beats the ring bound: 1.06 of the nominal NVLink
+    {"tcp_host_copy_penalty", {1e-3, 100}},
+    {"hierarchical_inter_factor", {1e-3, 100}},
+    {"collective_latency_s", {0, 1e3}},
+    {"tp_comm_overlap", {0, 1}},
+    {"dp_comm_overlap", {0, 1}},
+    {"cp_comm_overlap", {0, 1}},
+    {"pp_comm_overlap", {0, 1}},
+    {"optimizer_bytes_per_param", {0, 1e4}},
+};
+
+// The rule of a key: an exact entry, else its family (with a non-empty member name), else nullptr.
+const KeyRule* FindRule(const std::string& key) {
+  for (const auto& r : kRules)
+    if (r.key.back() != '.' && key == r.key) return &r;
+  for (const auto& r : kRules)
+    if (r.key.back() == '.' && key.size() > r.key.size() && key.compare(0, r.key.size(), r.key) == 0) return &r;
+  return nullptr;
+}
+
+// "unknown calibration key 'x' (did you mean 'y'?)": the nearest built-in key or family.
+std::string UnknownKey(const std::string& key, const std::map<std::string, double>& builtin) {
+  std::string best;
+  size_t best_d = std::string::npos;
+  auto consider = [&](const std::string& k) {
+    const size_t d = EditDistance(key, k);
+    if (d < best_d) best_d = d, best = k;
+  };
+  for (const auto& [k, v] : builtin) consider(k);
+  for (const auto& r : kRules)
+    if (r.key.back() == '.') {
+      const size_t dot = key.find('.');
+      consider(std::string(r.key) + (dot == std::string::npos ? std::string("default") : key.substr(dot + 1)));
+    }
+  std::string why = "unknown calibration key '" + key + "'";
+  if (!best.empty() && best_d <= std::max<size_t>(3, key.size() / 3)) why += " (did you mean '" + best + "'?)";
+  return why + "; gpuplan reads only the keys of data/calibration.csv and data/efficiency.csv";
+}
+
+std::string WithoutDigits(const std::string& s) {
+  std::string out;
+  for (char c : s)
+    if (c < '0' || c > '9') out += c;
+  return out;
+}
+
+// A new member of a family (link_eff.<a link kind>) is allowed, but one a letter or two away from a
+// built-in member is a typo ("link_eff.infinibnd"): "" when `key` is fine, else the built-in key
+// meant. Names that differ only in digits (nvlink3 / nvlink4, cdna3 / cdna4) are different members.
+std::string TypoOfMember(const std::string& key, const KeyRule& family, const std::map<std::string, double>& builtin) {
+  if (builtin.count(key)) return "";
+  for (const auto& [k, v] : builtin) {
+    if (k.compare(0, family.key.size(), family.key) != 0) continue;
+    if (EditDistance(key, k) <= 2 && WithoutDigits(key) != WithoutDigits(k)) return k;
+  }
+  return "";
+}
+
+// One file into `out`. A user file may only set known keys (a built-in key or a member of a
+// family); each key once per file; every value finite, in its range, and in [0, 1] where the
+// row's unit says fraction.
+Status LoadInto(const CsvTable& t, std::map<std::string, double>& out, const std::map<std::string, double>* builtin) {
   if (t.Column("key") < 0 || t.Column("value") < 0)
     return Status::BadInput({t.file, 1, ""}, "a calibration file has columns key,value,...");
+  std::map<std::string, int> line_of;
   for (const auto& row : t.rows) {
     CsvRecord r(t, row);
-    auto v = r.Number("value");
+    const std::string key = r.Str("key");
+    const Location at = r.Where("key");
+    if (key.empty()) return Status::BadInput(at, "must not be empty");
+    auto [seen, fresh] = line_of.emplace(key, row.line);
+    if (!fresh)
+      return Status::BadInput(at, "duplicate key '" + key + "': line " + std::to_string(seen->second) +
+                                      " of this file sets it too (one row per key)");
+    const KeyRule* rule = FindRule(key);
+    if (!rule && builtin) return Status::BadInput(at, UnknownKey(key, *builtin));
+    if (rule && builtin && rule->key.back() == '.')
+      if (const std::string meant = TypoOfMember(key, *rule, *builtin); !meant.empty())
+        return Status::BadInput(at, "unknown calibration key '" + key + "' (did you mean '" + meant +
+                                        "'? a new member of " + std::string(rule->key) + "* must not be a near-copy of one)");
+    if (!rule) return Status::BadInput(at, "no range rule for built-in key '" + key + "' (add one to kRules)");
+    const Location where = {t.file, row.line, key};
+    auto v = ParseDecimal(r.Str("value"), where);
     if (!v.ok()) return v.status();
-    out[r.Str("key")] = *v;
+    NumberRange range = rule->range;
+    if (r.Str("unit") == "fraction") range.max = std::min(range.max, 1.0), range.min = std::max(range.min, 0.0);
+    GPUPLAN_RETURN_IF_ERROR(CheckRange(*v, where, range));
+    if (rule->integral && *v != static_cast<double>(static_cast<int64_t>(*v)))
+      return Status::BadInput(where, "must be a whole number, got " + r.Str("value"));
+    out[key] = *v;
   }
   return Status::Ok();
 }
@@ -29,12 +159,17 @@ Result<Calibration> Calibration::Load(const std::string& override_file) {
     if (text.empty()) continue;
     auto t = ParseCsv(std::string(text), std::string("data/") + name);
     if (!t.ok()) return t.status();
-    GPUPLAN_RETURN_IF_ERROR(LoadInto(*t, c.values_));
+    std::map<std::string, double> values;
+    GPUPLAN_RETURN_IF_ERROR(LoadInto(*t, values, nullptr));
+    for (auto& [k, v] : values)
+      if (!c.values_.emplace(k, v).second)
+        return Status::BadInput({t->file, 0, k}, "key is also in another built-in calibration file");
   }
   if (!override_file.empty()) {
     auto t = ReadCsvFile(override_file);
     if (!t.ok()) return t.status();
-    GPUPLAN_RETURN_IF_ERROR(LoadInto(*t, c.values_));
+    const std::map<std::string, double> builtin = c.values_;
+    GPUPLAN_RETURN_IF_ERROR(LoadInto(*t, c.values_, &builtin));
   }
   return c;
 }

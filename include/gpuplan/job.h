@@ -115,6 +115,12 @@ Status ApplyDatasetSize(Job& job);
 // Fills derived defaults (dp, num_gpus, global_batch) and validates the whole job.
 Status FinalizeJob(Job& job);
 
+struct Catalog;
+// The catalog ids a job names explicitly (cluster.gpu, cluster.intra_node, cluster.network,
+// cluster.storage) exist, each error at the key (file:line or flag) that named it. One check for
+// every command: memory runs it, estimate's ResolveHardware and plan's pins resolve the same ids.
+Status CheckCatalogIds(const Job& job, const Catalog& catalog);
+
 // Micro-steps per optimizer step (gradient accumulation) = global_batch / (micro_batch * dp).
 int64_t GradAccumSteps(const Job& job);
 

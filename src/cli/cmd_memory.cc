@@ -40,14 +40,9 @@ int CmdMemory(const std::vector<std::string>& argv) {
     Location l = job->IsSet("training.precision") ? job->set_keys.at("training.precision") : Location{"", 0, "training.precision"};
     return Fail(Status::BadInput(l, why), json);
   }
-  // cluster.intra_node, cluster.network and cluster.storage resolve exactly as in estimate (one path,
-  // ResolveHardware): an unknown link or storage is an error here too. Its step-time needs (a known
-  // peak, memory bandwidth) come after those checks and are estimate's alone.
-  if (auto hw = ResolveHardware(*job, *catalog, *cal); !hw.ok()) {
-    const std::string& key = hw.status().location().key;  // the dotted key, or the flag that set it
-    for (const char* k : {"cluster.gpu", "cluster.intra_node", "cluster.network", "cluster.storage"})
-      if (key == k || (job->IsSet(k) && job->set_keys.at(k).key == key)) return Fail(hw.status(), json);
-  }
+  // cluster.intra_node, cluster.network and cluster.storage: the same check as every command
+  // (CheckCatalogIds); memory uses none of them, but an unknown id is an error, not ignored.
+  if (Status st = CheckCatalogIds(*job, *catalog); !st.ok()) return Fail(st, json);
   const MemoryReport r = BuildMemoryReport(*job, *gpu, *cal);
   if (*format == Format::kJson) {
     nlohmann::json out = MemoryToJson(r);

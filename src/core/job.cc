@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <functional>
 
+#include "gpuplan/catalog.h"
 #include "gpuplan/csv.h"
 #include "gpuplan/input_file.h"
 #include "gpuplan/job.h"
@@ -670,6 +671,22 @@ Status FinalizeJob(Job& job) {
                                               " gives more adapter parameters than the 1e15 limit; use a rank below the model's widths");
   if (t.precision == Precision::kFp32 && t.method == Method::kQlora)
     return Bad(loc("training.precision"), "QLoRA computes in bf16/fp16; fp32 is not a QLoRA setting");
+  return Status::Ok();
+}
+
+Status CheckCatalogIds(const Job& job, const Catalog& catalog) {
+  auto loc = [&](const std::string& key) {
+    auto it = job.set_keys.find(key);
+    return it != job.set_keys.end() ? it->second : Location{job.source, 0, key};
+  };
+  const ClusterSpec& c = job.cluster;
+  if (auto g = catalog.FindGpu(c.gpu); !g.ok()) return Bad(loc("cluster.gpu"), g.status().reason());
+  if (!c.intra_node.empty())
+    if (auto l = catalog.FindLink(c.intra_node); !l.ok()) return Bad(loc("cluster.intra_node"), l.status().reason());
+  if (!c.network.empty())
+    if (auto l = catalog.FindLink(c.network); !l.ok()) return Bad(loc("cluster.network"), l.status().reason());
+  if (!c.storage.empty())
+    if (auto st = catalog.FindStorage(c.storage); !st.ok()) return Bad(loc("cluster.storage"), st.status().reason());
   return Status::Ok();
 }
 

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "gpuplan/catalog.h"
 #include "gpuplan/input_file.h"
 #include "gpuplan/job.h"
 #include "gpuplan/job_keys.h"
@@ -299,6 +300,21 @@ TEST(Job, ConfigFileProblemsAreSaidAtTheKeyThatNamedIt) {
   // A shape error with no line of its own (ffn_hidden derived as 4 x hidden) gets the model's line.
   const std::string e = Error("model:\n  layers: 32\n  hidden: 16777216\n  heads: 16\n  vocab: 32000\n  mlp: gelu\n");
   EXPECT_EQ(e.rfind("job.yaml:3: model.ffn_hidden: 67108864 is beyond 2^24", 0), 0u) << e;
+}
+
+TEST(Job, UnknownCatalogIdsAreErrorsAtTheirKeyInEveryCommand) {
+  // memory ignored an unknown network, link or storage that estimate refused.
+  auto catalog = LoadCatalog(CatalogOptions{});
+  ASSERT_TRUE(catalog.ok()) << catalog.status().ToString();
+  for (const char* key : {"network", "intra_node", "storage"}) {
+    auto j = Parse(std::string("model: {preset: gpt2}\ncluster:\n  ") + key + ": no-such-id\n");
+    ASSERT_TRUE(j.ok()) << j.status().ToString();
+    const Status st = CheckCatalogIds(*j, *catalog);
+    EXPECT_EQ(st.ToString().rfind(std::string("job.yaml:3: cluster.") + key + ": unknown", 0), 0u) << st.ToString();
+  }
+  auto ok = Parse("model: {preset: gpt2}\ncluster: {network: tcp-25g, intra_node: pcie4-x16}\n");
+  ASSERT_TRUE(ok.ok());
+  EXPECT_TRUE(CheckCatalogIds(*ok, *catalog).ok());
 }
 
 TEST(Job, InputFilesAreRegularFilesUnderACap) {

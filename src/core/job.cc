@@ -282,6 +282,7 @@ const std::vector<KeyEntry>& Entries() {
     add("training.lora.alpha", "lora-alpha", "LoRA alpha (default 32)", [](Job& j, const std::string& s, const Location& w) -> Status {
       auto v = ParseNumber(s, w);
       if (!v.ok()) return v.status();
+      if (!(*v > 0 && *v <= 1e6)) return Bad(w, "must be > 0 (and at most 1e6), got " + s);
       j.training.lora.alpha = *v;
       return Status::Ok();
     });

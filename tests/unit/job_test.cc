@@ -241,6 +241,7 @@ TEST(Job, NumbersAreDecimalWholeAndFinite) {
   Job j;
   EXPECT_FALSE(SetJobKey(j, "training.tokens", "1e9abc", {"command line", 0, "--tokens"}).ok());
   EXPECT_FALSE(SetJobKey(j, "training.lora.alpha", "0x10", {"command line", 0, "--lora-alpha"}).ok());
+  EXPECT_FALSE(SetJobKey(j, "training.lora.alpha", "-5", {"command line", 0, "--lora-alpha"}).ok());
   EXPECT_TRUE(SetJobKey(j, "training.tokens", "2.5e9", {"command line", 0, "--tokens"}).ok());
   EXPECT_EQ(j.training.tokens, 2.5e9);
 }

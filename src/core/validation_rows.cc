@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <string_view>
 
 namespace gpuplan {
 
@@ -11,19 +12,40 @@ namespace {
 
 bool Contains(const std::string& hay, const std::string& needle) { return Lower(hay).find(needle) != std::string::npos; }
 
-// A whole positive number, or 0 when the cell is empty / not a number.
-int64_t Whole(const CsvRecord& r, const std::string& col) {
-  auto v = r.OptNumber(col);
-  if (!v.ok() || !v->has_value()) return 0;
-  return static_cast<int64_t>(**v);
+// Upper bounds of the shape and layout columns. Each is far above any real run, and they keep
+// every product below (micro_batch x dp x grad_accum, the batch arithmetic) inside int64.
+constexpr int64_t kMaxDim = 100'000'000;      // layers, hidden, heads, ffn_hidden, vocab, seq_len
+constexpr int64_t kMaxParallel = 10'000'000;  // tp, pp, dp, cp, num_gpus, micro_batch, grad_accum
+constexpr int64_t kMaxBatch = 1'000'000'000;  // global_batch
+
+// A whole number in [0, max] (0 = empty / unknown: the row is skipped with a reason); a cell that
+// is not one is an error at the cell.
+Result<int64_t> Whole(const CsvRecord& r, const std::string& col, int64_t max = kMaxDim) {
+  auto v = r.OptInteger(col, 0, max);
+  if (!v.ok()) return v.status();
+  return v->value_or(0);
 }
 
-// Integer after "key=" in the notes (e.g. "grad_accum=6"), or 0.
-int64_t NoteInt(const std::string& notes, const std::string& key) {
+// Integer after "key=" in the notes (e.g. "grad_accum=6"), or 0; a malformed or huge one is an
+// error at the notes cell.
+Result<int64_t> NoteInt(const std::string& notes, const std::string& key, const Location& where) {
   auto p = notes.find(key + "=");
-  if (p == std::string::npos) return 0;
-  return std::atoll(notes.c_str() + p + key.size() + 1);
+  if (p == std::string::npos) return int64_t{0};
+  p += key.size() + 1;
+  size_t end = p;
+  while (end < notes.size() && notes[end] >= '0' && notes[end] <= '9') ++end;
+  auto v = ParseInteger(std::string_view(notes).substr(p, end - p), where, 0, kMaxParallel);
+  if (!v.ok()) return Status::BadInput(where, key + "=: " + v.status().reason());
+  return v;
 }
+
+// Reads a whole-number column into `out`, or returns its error from the enclosing function.
+#define WHOLE(out, r, col, ...)                        \
+  do {                                                 \
+    auto _w = Whole(r, col, ##__VA_ARGS__);            \
+    if (!_w.ok()) return _w.status();                  \
+    (out) = *_w;                                       \
+  } while (0)
 
 }  // namespace
 
@@ -48,19 +70,21 @@ Result<std::vector<MeasuredRow>> ReadMeasuredRows(const std::string& path, const
       m.skip_reason = why;
       out.push_back(m);
     };
-    auto value = r.OptNumber("measured_value");
-    if (!value.ok() || !value->has_value()) { skip("no numeric measured_value"); continue; }
+    // A measurement is a positive finite number (it divides the error); empty/unknown skips the row.
+    auto value = r.OptNumber("measured_value", {0, 1e18, /*min_exclusive=*/true});
+    if (!value.ok()) return value.status();
+    if (!value->has_value()) { skip("no numeric measured_value"); continue; }
     m.measured = **value;
     if (Contains(notes, "not a measurement")) { skip("analytical value, not a measurement"); continue; }
     Job& j = m.job;
     Arch& a = j.arch;
     a.name = m.model_name;
-    a.layers = Whole(r, "layers");
-    a.hidden = Whole(r, "hidden");
-    a.heads = Whole(r, "heads");
-    a.kv_heads = Whole(r, "kv_heads");
-    a.ffn_hidden = Whole(r, "ffn_hidden");
-    a.vocab = Whole(r, "vocab");
+    WHOLE(a.layers, r, "layers");
+    WHOLE(a.hidden, r, "hidden");
+    WHOLE(a.heads, r, "heads");
+    WHOLE(a.kv_heads, r, "kv_heads");
+    WHOLE(a.ffn_hidden, r, "ffn_hidden");
+    WHOLE(a.vocab, r, "vocab");
     if (a.layers == 0 || a.hidden == 0 || a.heads == 0 || a.vocab == 0) { skip("architecture columns incomplete"); continue; }
     // Families: MPT (llm-foundry) is GPT-style with learned positions and biases per the row notes;
     // Llama rows are SwiGLU/RMSNorm/rotary; Megatron GPT rows are GPT-style.
@@ -75,15 +99,15 @@ Result<std::vector<MeasuredRow>> ReadMeasuredRows(const std::string& path, const
       a.linear_bias = Contains(notes, "biases") || Contains(m.model_name, "gpt");
       a.tied_embeddings = true;
       a.position = Contains(notes, "learned pos") || Contains(m.model_name, "gpt") ? PositionKind::kLearned : PositionKind::kAlibi;
-      a.max_positions = Whole(r, "seq_len");
-      if (a.ffn_hidden == 0) a.ffn_hidden = 4 * a.hidden;
+      WHOLE(a.max_positions, r, "seq_len");
+      if (a.ffn_hidden == 0) a.ffn_hidden = 4 * a.hidden;  // <= 4e8: no overflow
     }
     if (a.mlp == MlpKind::kSwiGlu && a.ffn_hidden == 0) { skip("ffn_hidden missing for a SwiGLU model"); continue; }
     TrainingSpec& t = j.training;
     t.method = Method::kPretrain;
-    t.seq_len = Whole(r, "seq_len");
-    t.micro_batch = Whole(r, "micro_batch");
-    t.global_batch = Whole(r, "global_batch");
+    WHOLE(t.seq_len, r, "seq_len");
+    WHOLE(t.micro_batch, r, "micro_batch", kMaxParallel);
+    WHOLE(t.global_batch, r, "global_batch", kMaxBatch);
     if (t.seq_len == 0 || t.micro_batch == 0) { skip("seq_len or micro_batch missing"); continue; }
     const std::string prec = Lower(r.Str("precision"));
     t.precision = Contains(prec, "fp8") || Contains(prec, "float8") ? Precision::kFp8
@@ -98,10 +122,14 @@ Result<std::vector<MeasuredRow>> ReadMeasuredRows(const std::string& path, const
     t.flash_attention = !Contains(m.source, "megatron-lm@152aab") && !Contains(m.source, "megatron-lm@50a4b5") &&
                         !Contains(m.model_name, "korthikanti");
     ParallelSpec& p = j.parallel;
-    p.tp = std::max<int64_t>(1, Whole(r, "tp"));
-    p.pp = std::max<int64_t>(1, Whole(r, "pp"));
-    p.dp = std::max<int64_t>(1, Whole(r, "dp"));
-    p.cp = std::max<int64_t>(1, Whole(r, "cp"));
+    WHOLE(p.tp, r, "tp", kMaxParallel);
+    WHOLE(p.pp, r, "pp", kMaxParallel);
+    WHOLE(p.dp, r, "dp", kMaxParallel);
+    WHOLE(p.cp, r, "cp", kMaxParallel);
+    p.tp = std::max<int64_t>(1, p.tp);
+    p.pp = std::max<int64_t>(1, p.pp);
+    p.dp = std::max<int64_t>(1, p.dp);
+    p.cp = std::max<int64_t>(1, p.cp);
     // torchtitan's tensor-parallel plan always shards the sequence (SP) and the loss over TP.
     p.sequence_parallel = p.tp > 1 && (Contains(rc, "sequence parallel") || Contains(m.source, "torchtitan"));
     const std::string z = Lower(r.Str("zero_or_fsdp"));
@@ -112,14 +140,25 @@ Result<std::vector<MeasuredRow>> ReadMeasuredRows(const std::string& path, const
     // torchtitan's pipeline splits the per-DP-rank local batch into pp micro-batches.
     if (p.pp > 1 && Contains(m.source, "torchtitan")) t.micro_batch = std::max<int64_t>(1, t.micro_batch / p.pp);
     ClusterSpec& c = j.cluster;
-    c.num_gpus = Whole(r, "num_gpus");
-    c.gpus_per_node = std::max<int64_t>(1, Whole(r, "gpus_per_node") ? Whole(r, "gpus_per_node") : 8);
+    WHOLE(c.num_gpus, r, "num_gpus", kMaxParallel);
+    int64_t per_node = 0;
+    WHOLE(per_node, r, "gpus_per_node", 1024);
+    c.gpus_per_node = per_node ? per_node : 8;
     auto gpu = catalog.FindGpu(r.Str("gpu"));
     if (!gpu.ok()) { skip("GPU '" + r.Str("gpu") + "' is not in the catalog"); continue; }
     c.gpu = gpu->id;
-    const int64_t accum = NoteInt(notes, "grad_accum");
-    if (t.global_batch == 0) t.global_batch = t.micro_batch * p.dp * std::max<int64_t>(1, accum);
-    if (t.global_batch % (t.micro_batch * p.dp) != 0) t.global_batch = t.micro_batch * p.dp * std::max<int64_t>(1, t.global_batch / (t.micro_batch * p.dp));
+    auto accum = NoteInt(notes, "grad_accum", r.Where("notes"));
+    if (!accum.ok()) return accum.status();
+    // micro_batch, dp and grad_accum are each <= 1e7, so their product (<= 1e21) can pass int64: the
+    // batch is computed in 128 bits and one above kMaxBatch is an error at global_batch.
+    const __int128 per_step = static_cast<__int128>(t.micro_batch) * p.dp;  // >= 1: micro_batch > 0 here
+    __int128 global = t.global_batch;
+    if (global == 0) global = per_step * std::max<int64_t>(1, *accum);
+    if (global % per_step != 0) global = per_step * std::max<__int128>(1, global / per_step);
+    if (global > kMaxBatch)
+      return Status::BadInput(r.Where("global_batch"), "micro_batch x dp x grad_accum is above " +
+                                                           std::to_string(kMaxBatch) + " sequences");
+    t.global_batch = static_cast<int64_t>(global);
     Status st = FinalizeJob(j);
     if (!st.ok()) { skip("inconsistent configuration: " + st.reason()); continue; }
     m.usable = true;

@@ -98,7 +98,7 @@ class Scratch:
             f.truncate(3 << 30)
         os.symlink(os.path.join(HERE, 'files', 'job_base.yaml'), self.values['symlink'])
         # Big catalogs (loading must stay linear in rows): one corpus row repeated under fresh ids.
-        for name, source, rows in (('links_100k', 'cat_link_valid.csv', 100000), ('gpus_50k', 'cat_gpu_valid.csv', 50000),
+        for name, source, rows in (('links_300k', 'cat_link_short.csv', 300000), ('gpus_50k', 'cat_gpu_valid.csv', 50000),
                                    ('instances_20k', 'cat_inst_only.csv', 20000)):
             self.values[name] = os.path.join(root, name + '.csv')
             with open(os.path.join(HERE, 'files', source), encoding='utf-8') as f:

@@ -33,7 +33,6 @@ constexpr NumberRange kLatency{0, 1e9};          // us or ms
 constexpr NumberRange kUsd{0, 1e6};              // USD per hour / per GB-month / per 1k requests
 constexpr NumberRange kLocalPrice{0, 1e9};       // local currency per hour (yen, won, ...)
 constexpr NumberRange kFx{1e-9, 1e6};            // USD per unit of the local currency
-constexpr NumberRange kCount{1e-3, 1e7};         // vCPUs, IOPS-like counts
 constexpr NumberRange kIops{1e-3, 1e12};
 constexpr NumberRange kTb{0, 1e6};               // local NVMe, TB (0 = none)
 
@@ -146,7 +145,7 @@ Result<InstanceSpec> ReadInstance(const CsvRecord& r) {
   if (!count.ok()) return count.status();
   i.gpu_count = count->value_or(0);  // 0 = unknown: listed, never planned
   i.intra_link = r.Str("intra_link");
-  OPT(i.vcpus, r, "vcpus", 1.0, kCount);
+  OPT_INT(i.vcpus, r, "vcpus", 1, 100000);
   OPT(i.ram_bytes, r, "ram_gib", kGiB, kMemoryGib);
   OPT(i.local_nvme_bytes, r, "local_nvme_tb", kTB, kTb);
   OPT(i.network_bits_per_s, r, "network_gbps", 1e9, kGbps);
@@ -154,6 +153,11 @@ Result<InstanceSpec> ReadInstance(const CsvRecord& r) {
   i.network_link = r.Str("network_link");
   i.rdma = r.Str("rdma");
   i.gpudirect_rdma = r.Str("gpudirect_rdma");
+  for (const char* col : {"rdma", "gpudirect_rdma"}) {
+    const std::string v = r.Str(col);
+    if (!v.empty() && v != "yes" && v != "no" && v != "unknown")
+      return Status::BadInput(r.Where(col), "expected yes, no or unknown, got '" + v + "'");
+  }
   OPT_INT(i.nics, r, "nics", 1, 1024);
   OPT(i.on_demand_usd_per_hour, r, "on_demand_usd_per_hour", 1.0, kUsd);
   OPT(i.spot_usd_per_hour, r, "spot_usd_per_hour", 1.0, kUsd);
@@ -247,6 +251,11 @@ Location At(const Location& row, const std::string& key) { return {row.file, row
 // exist, a GPU's PCIe generation has its pcie<gen>-x16 link (the host link of every estimate).
 Status CheckReferences(const Catalog& c) {
   for (const auto& g : c.gpus) {
+    // intra_link is a link id (nvlink4), a link kind (pcie, xgmi), or Gaudi's on-chip RoCE ports.
+    if (!g.intra_link.empty() && g.intra_link != "unknown" && g.intra_link != "gaudi-roce" && !c.FindLink(g.intra_link).ok() &&
+        std::none_of(c.links.begin(), c.links.end(), [&](const LinkSpec& l) { return l.kind == g.intra_link; }))
+      return Status::BadInput(At(g.where, "intra_link"), "unknown link '" + g.intra_link +
+                                                             "': expected a link id or kind of links.csv (nvlink4, pcie, xgmi, ...) or unknown");
     const int gen = static_cast<int>(g.pcie_gen.value_or(4));
     const std::string host = "pcie" + std::to_string(gen) + "-x16";
     auto link = c.FindLink(host);

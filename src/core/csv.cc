@@ -161,6 +161,11 @@ Result<CsvTable> ParseCsv(const std::string& text, const std::string& file) {
       row_line = line;
       row_has_data = true;
     }
+    if (c == '\0') {  // a NUL never belongs to a CSV cell ("80\0junk" must not read as 80)
+      const size_t col = fields.size();
+      const std::string key = col < t.header.size() ? t.header[col] : "";
+      return Status::BadInput({file, line, key}, "NUL byte in the cell (not a text file?); CSV files are UTF-8 text");
+    }
     if (in_quotes) {
       if (c == '"') {
         if (i + 1 < text.size() && text[i + 1] == '"') {

@@ -23,4 +23,10 @@ Result<std::string> ReadInputFile(const std::string& path, int64_t max_bytes = k
 // parsers otherwise report it as a bad escape or stop reading there).
 Status CheckNoNulBytes(const std::string& text, const std::string& file);
 
+// yaml-cpp (0.7) loops forever on a ',' outside every [ ] / { } at the top of a document ("{},",
+// "- 1\n,", '"x",'). Refused first, with its line: a ',' that starts a line, or that follows a
+// top-level closing bracket or quoted string, outside brackets and quotes. Valid YAML and JSON
+// never have one (JSON's commas are all inside brackets; a block mapping's ',' is inside a value).
+Status CheckNoStrayComma(const std::string& text, const std::string& file);
+
 }  // namespace gpuplan

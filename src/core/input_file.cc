@@ -4,8 +4,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <string_view>
 
 namespace gpuplan {
 
@@ -73,6 +75,78 @@ Status CheckNoNulBytes(const std::string& text, const std::string& file) {
   int line = 1;
   for (size_t i = 0; i < nul; ++i) line += text[i] == '\n';
   return Status::BadInput({file, line, ""}, "NUL byte in the file (not a text file?); inputs are UTF-8 text");
+}
+
+namespace {
+// "|", ">", "|-", ">+2": the header of a YAML block scalar, whose indented lines are free text.
+bool IsBlockScalarHeader(std::string_view tok) {
+  if (tok.empty() || tok.size() > 3 || (tok[0] != '|' && tok[0] != '>')) return false;
+  return tok.find_first_not_of("+-0123456789", 1) == std::string_view::npos;
+}
+}  // namespace
+
+Status CheckNoStrayComma(const std::string& t, const std::string& file) {
+  int depth = 0;              // inside this many [ ] / { }
+  char quote = 0;             // inside '...' or "..."
+  bool after_closing = false; // a top-level ']' '}' or quoted string ended, nothing significant since
+  int block_indent = -1;      // inside a block scalar whose header line had this indentation
+  int line = 0;
+  // A UTF-8 byte-order mark (yaml-cpp skips it) is not part of the first token.
+  for (size_t pos = t.rfind("\xEF\xBB\xBF", 0) == 0 ? 3 : 0; pos < t.size();) {
+    ++line;
+    size_t end = t.find('\n', pos);
+    if (end == std::string::npos) end = t.size();
+    const std::string_view l(t.data() + pos, end - pos);
+    pos = end + 1;
+    const size_t first = l.find_first_not_of(" \t\r");
+    const int indent = static_cast<int>(std::min(l.find_first_not_of(' '), l.size()));
+    if (!quote && depth == 0 && block_indent >= 0) {
+      if (first == std::string_view::npos || indent > block_indent) continue;  // block scalar text
+      block_indent = -1;
+    }
+    bool seen = false;  // a significant character on this line
+    size_t tok_begin = 0, tok_end = 0;
+    auto token_start = [&](size_t i) {
+      const char p = i == 0 ? ' ' : l[i - 1];
+      return p == ' ' || p == '\t' || p == '\r' || p == '[' || p == '{' || p == ',' || (p == ':' && depth > 0);
+    };
+    for (size_t i = 0; i < l.size(); ++i) {
+      const char c = l[i];
+      if (quote) {
+        if (quote == '"' && c == '\\') {
+          ++i;
+        } else if (c == quote) {
+          if (quote == '\'' && i + 1 < l.size() && l[i + 1] == '\'') {
+            ++i;  // '' inside '...'
+          } else {
+            quote = 0;
+            after_closing = depth == 0;
+            seen = true;
+          }
+        }
+        continue;
+      }
+      if (c == ' ' || c == '\t' || c == '\r') continue;
+      if (c == '#' && token_start(i)) break;  // a comment, to the end of the line
+      if (token_start(i)) tok_begin = i;
+      tok_end = i + 1;
+      if (c == ',' && depth == 0 && (!seen || after_closing))
+        return Status::BadInput({file, line, ""}, "a ',' outside any [ ] or { } list (a stray comma after the value?)");
+      seen = true;
+      after_closing = false;
+      if ((c == '"' || c == '\'') && token_start(i)) {
+        quote = c;
+      } else if ((c == '[' || c == '{') && (depth > 0 || token_start(i))) {
+        ++depth;
+      } else if ((c == ']' || c == '}') && depth > 0) {
+        --depth;
+        after_closing = depth == 0;
+      }
+    }
+    if (!quote && depth == 0 && tok_end > tok_begin && IsBlockScalarHeader(l.substr(tok_begin, tok_end - tok_begin)))
+      block_indent = indent;
+  }
+  return Status::Ok();
 }
 
 }  // namespace gpuplan

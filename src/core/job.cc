@@ -503,6 +503,7 @@ Result<Job> ParseJobText(const std::string& text, const std::string& file) {
   Job job;
   job.source = file;
   GPUPLAN_RETURN_IF_ERROR(CheckNoNulBytes(text, file));
+  GPUPLAN_RETURN_IF_ERROR(CheckNoStrayComma(text, file));  // yaml-cpp would loop forever on it
   // yaml-cpp's "illegal tab when looking for indentation" names no fix; JSON (a flow mapping) may use tabs.
   if (const auto first = text.find_first_not_of(" \t\r\n"); first == std::string::npos || text[first] != '{') {
     int line = 1;

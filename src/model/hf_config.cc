@@ -334,6 +334,7 @@ Result<Arch> ArchFromHfConfig(const std::string& given) {
     return text.status();  // a FIFO, a device, a directory, too big, unreadable: said as such
   }
   GPUPLAN_RETURN_IF_ERROR(CheckNoNulBytes(*text, path));
+  GPUPLAN_RETURN_IF_ERROR(CheckNoStrayComma(*text, path));  // yaml-cpp would loop forever on it
   YAML::Node root;
   try {
     root = YAML::Load(*text);

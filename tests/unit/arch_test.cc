@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -341,6 +342,13 @@ TEST(Arch, HfConfigYamlAliasExpansionIsRefusedNotWalked) {
     t += "]\n";
   }
   EXPECT_NE(ConfigError("laughs.json", t).find("more than 1000000 values"), std::string::npos);
+}
+
+TEST(Arch, HfConfigStrayCommaIsRefusedNotAHang) {
+  alarm(60);  // yaml-cpp loops forever on "{...},": a hang fails by SIGALRM
+  const std::string e = ConfigError("comma.json", std::string(kTinyLlama).replace(std::string(kTinyLlama).find("KV"), 2, "2") + ",\n");
+  alarm(0);
+  EXPECT_NE(e.find("comma.json:1: a ',' outside any [ ] or { } list"), std::string::npos) << e;
 }
 
 TEST(Arch, HfConfigTextProblemsArePlainMessages) {

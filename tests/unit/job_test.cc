@@ -228,6 +228,22 @@ TEST(Job, YamlAliasExpansionIsRefusedNotWalked) {
   EXPECT_NE(e.find("more than 100000 values (YAML aliases expanding?)"), std::string::npos) << e;
 }
 
+TEST(Job, StrayTopLevelCommaIsRefusedNotAHang) {
+  // yaml-cpp loops forever on these: refused before it sees them (alarm: a hang fails, not blocks).
+  alarm(60);
+  for (const char* text : {"{},", ",", "{model: {preset: gpt2}, training: {seq_len: 512}},", "\"x\",",
+                           "- 1\n,", "  ,", "--- {},", "{} # c\n,", "{\"model\": {\"preset\": \"gpt2\"}\n},\n"}) {
+    const std::string e = Error(text);
+    EXPECT_NE(e.find("a ',' outside any [ ] or { } list"), std::string::npos) << text << ": " << e;
+  }
+  alarm(0);
+  // Commas inside brackets, quotes, plain scalars and block scalars are text.
+  EXPECT_TRUE(Parse("model: {preset: gpt2, name: \"a, b\"}\ntraining: {lora: {targets: [q_proj, v_proj,]}}\n").ok());
+  EXPECT_TRUE(Parse("model:\n  preset: gpt2\n  name: |\n    , first\n    , second\n").ok());
+  EXPECT_TRUE(Parse("{\n  \"model\": {\"preset\": \"gpt2\"}\n, \"training\": {\"seq_len\": 512}\n}\n").ok());
+  EXPECT_TRUE(Parse("\xEF\xBB\xBF{\"model\": {\"preset\": \"gpt2\"},\n \"training\": {\"seq_len\": 512}}\n").ok());  // BOM
+}
+
 TEST(Job, NulByteIsAPlainMessage) {
   EXPECT_EQ(Error(std::string("model:\n  preset: gp\0t2\n", 22)),
             "job.yaml:2: NUL byte in the file (not a text file?); inputs are UTF-8 text");

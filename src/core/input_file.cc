@@ -106,11 +106,18 @@ Status CheckNoStrayComma(const std::string& t, const std::string& file) {
     }
     bool seen = false;  // a significant character on this line
     size_t tok_begin = 0, tok_end = 0;
+    size_t start = 0;
+    if (!quote && depth == 0) {
+      if (!l.empty() && l[0] == '%') continue;  // a directive (%YAML 1.2)
+      // A document marker is not a value: what follows it starts the document.
+      if ((l.substr(0, 3) == "---" || l.substr(0, 3) == "...") && (l.size() == 3 || l[3] == ' ' || l[3] == '\t' || l[3] == '\r'))
+        start = 3;
+    }
     auto token_start = [&](size_t i) {
       const char p = i == 0 ? ' ' : l[i - 1];
       return p == ' ' || p == '\t' || p == '\r' || p == '[' || p == '{' || p == ',' || (p == ':' && depth > 0);
     };
-    for (size_t i = 0; i < l.size(); ++i) {
+    for (size_t i = start; i < l.size(); ++i) {
       const char c = l[i];
       if (quote) {
         if (quote == '"' && c == '\\') {
@@ -128,6 +135,13 @@ Status CheckNoStrayComma(const std::string& t, const std::string& file) {
       }
       if (c == ' ' || c == '\t' || c == '\r') continue;
       if (c == '#' && token_start(i)) break;  // a comment, to the end of the line
+      if ((c == '!' || c == '&' || c == '*') && depth == 0 && token_start(i)) {
+        // A tag, anchor or alias is not the value; a ',' in it is the stray comma yaml-cpp loops on.
+        for (; i < l.size() && l[i] != ' ' && l[i] != '\t' && l[i] != '\r'; ++i)
+          if (l[i] == ',')
+            return Status::BadInput({file, line, ""}, "a ',' outside any [ ] or { } list (a stray comma after the value?)");
+        continue;
+      }
       if (token_start(i)) tok_begin = i;
       tok_end = i + 1;
       if (c == ',' && depth == 0 && (!seen || after_closing))

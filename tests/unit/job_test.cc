@@ -232,7 +232,7 @@ TEST(Job, StrayTopLevelCommaIsRefusedNotAHang) {
   // yaml-cpp loops forever on these: refused before it sees them (alarm: a hang fails, not blocks).
   alarm(60);
   for (const char* text : {"{},", ",", "{model: {preset: gpt2}, training: {seq_len: 512}},", "\"x\",",
-                           "- 1\n,", "  ,", "--- {},", "{} # c\n,", "{\"model\": {\"preset\": \"gpt2\"}\n},\n"}) {
+                           "- 1\n,", "  ,", "--- {},", "{} # c\n,", "... ,?", "%x\n  !,", "!!map {},", "{\"model\": {\"preset\": \"gpt2\"}\n},\n"}) {
     const std::string e = Error(text);
     EXPECT_NE(e.find("a ',' outside any [ ] or { } list"), std::string::npos) << text << ": " << e;
   }

@@ -60,6 +60,9 @@ Result<Args> ParseArgs(const std::vector<std::string>& argv, const std::vector<F
     }
     const bool takes_value = spec != own.end() ? spec->takes_value : true;
     if (!takes_value && has_value) return SwitchWithValue(name, value);
+    // "--catalog=" (an empty path, a format, a count) is a missing value, not a default.
+    if (spec != own.end() && takes_value && has_value && value.empty())
+      return Status::BadInput({"command line", 0, "--" + name}, "needs a value (--" + name + "=VALUE or --" + name + " VALUE)");
     const bool optional_value = jk != nullptr && IsBoolKey(jk->key);
     if (takes_value && !has_value) {
       if (i + 1 < argv.size() && (!optional_value || argv[i + 1].rfind("--", 0) != 0)) {

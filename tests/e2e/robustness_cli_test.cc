@@ -156,6 +156,17 @@ TEST(Robustness, JsonEqualsNoDoesNotPrintJson) {
   EXPECT_EQ(ParseJson(on)["model"]["name"], "gpt2");
 }
 
+TEST(Robustness, EmptyFlagValueIsAnError) {
+  // --calibration= ran with the built-in calibration; --catalog= said "cannot open" with no flag.
+  for (const char* flag : {"--catalog=", "--calibration=", "--format="}) {
+    const Proc r = Gpuplan({"estimate", "--model", "gpt2", flag});
+    EXPECT_EQ(r.exit_code, 1) << flag << ": " << r.out;
+    EXPECT_NE(r.out.find("command line: " + std::string(flag).substr(0, std::string(flag).size() - 1) + ": needs a value"),
+              std::string::npos)
+        << r.out;
+  }
+}
+
 TEST(Robustness, MemoryRejectsUnknownNetworkLinkAndStorageAsEstimateDoes) {
   for (const char* flag : {"--network", "--intra-node", "--storage"}) {
     for (const char* cmd : {"memory", "estimate"}) {

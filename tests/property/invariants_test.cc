@@ -116,7 +116,7 @@ TEST(Invariants, PlanRankingIsTheSameAcrossRunsAndThreadCounts) {
   const uint64_t seed = Seed();
   std::mt19937_64 rng(seed);
   size_t ranked = 0;
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < 6; ++i) {
     const std::string yaml = RandomPlanYaml(rng, /*open=*/i == 0);
     const Job job = ParsePlanJob(yaml);
     PlanOptions one, two;
@@ -147,7 +147,7 @@ TEST(Invariants, PlanRankingIsTheSameAcrossRunsAndThreadCounts) {
 TEST(Invariants, EveryPlanNumberIsFinite) {
   const uint64_t seed = Seed();
   std::mt19937_64 rng(seed);
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < 6; ++i) {
     const std::string yaml = RandomPlanYaml(rng);
     const Job job = ParsePlanJob(yaml);
     auto r = PlanJob(job, Cat(), Calibration::Builtin());
@@ -166,7 +166,7 @@ TEST(Invariants, EveryEstimateNumberIsFinite) {
   const uint64_t seed = Seed();
   std::mt19937_64 rng(seed);
   int estimated = 0;
-  for (int i = 0; i < 24; ++i) {
+  for (int i = 0; i < 48; ++i) {
     const std::string yaml = RandomEstimateYaml(rng);
     auto parsed = ParseJobText(yaml, "random.yaml");
     ASSERT_TRUE(parsed.ok()) << yaml << parsed.status().ToString();

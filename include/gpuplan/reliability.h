@@ -32,14 +32,13 @@ struct CheckpointSizes {
   std::string final_content;     // "weights only" | "adapter only" | "full state"
 };
 
-// R§2 sizes for a job (checkpoint_full_state picks the periodic content; the step's own
-// checkpoint_bytes is the full state).
-CheckpointSizes SizeCheckpoints(const Job& job, const StepEstimate& e);
+// R§2 sizes for a job (checkpoint_full_state picks the periodic content).
+CheckpointSizes SizeCheckpoints(const Job& job);
 
 // R§3 one place a checkpoint can go, with what it costs the run.
 struct CheckpointTarget {
   std::string id;                // storage row id ("local NVMe -> <object id>" for the two-step target)
-  std::string kind;              // local-nvme+upload | parallel-fs | object | pinned
+  std::string kind;              // local-nvme+upload | parallel-fs | object, "pinned " before it when pinned
   double write_bytes_per_s = 0;  // aggregate over the job's nodes, as written
   double stall_s = 0;            // training blocked per checkpoint
   double durable_s = 0;          // until the checkpoint survives losing a node (>= stall_s)

@@ -208,11 +208,13 @@ WallClock ComputeWallClock(const WallClockInputs& in) {
   return w;
 }
 
-CheckpointSizes SizeCheckpoints(const Job& j, const StepEstimate& e) {
+CheckpointSizes SizeCheckpoints(const Job& j) {
   CheckpointSizes s;
   const bool lora = j.training.method == Method::kLora || j.training.method == Method::kQlora;
-  s.full_state_bytes = e.checkpoint_bytes;
   const double params = lora ? static_cast<double>(CountLoraParams(j.arch, j.training.lora)) : static_cast<double>(CountParams(j.arch).total);
+  // io.md §2's per-parameter bytes: weights + optimizer state (an adapter with its AdamW state: 16 B),
+  // whatever checkpoint_full_state says (the step's checkpoint_bytes follows it).
+  s.full_state_bytes = lora ? params * 16 : params * (WeightBytesPerParam(j) + OptimizerBytesPerParam(j));
   s.weights_only_bytes = lora ? params * 2 : params * WeightBytesPerParam(j);  // a LoRA adapter ships in bf16
   s.intermediate_bytes = j.training.checkpoint_full_state ? s.full_state_bytes : s.weights_only_bytes;
   // A fine-tune ships weights (a LoRA run its adapter); pretraining keeps the resumable state.
@@ -229,7 +231,7 @@ CheckpointSizes SizeCheckpoints(const Job& j, const StepEstimate& e) {
 JobWallClock EstimateJobWallClock(const Job& job, const HardwareContext& hw, const StepEstimate& e, const Catalog& catalog,
                                   const Calibration& cal) {
   JobWallClock out;
-  out.sizes = SizeCheckpoints(job, e);
+  out.sizes = SizeCheckpoints(job);
   const int64_t nodes = (job.cluster.num_gpus + job.cluster.gpus_per_node - 1) / job.cluster.gpus_per_node;
   StartupInputs si;
   si.nodes = nodes;

@@ -160,6 +160,7 @@ std::string CheckpointLine(const Plan& p) {
   s += F(", %.0f s stall, durable after %.0f s", t.stall_s, t.durable_s);
   if (w.checkpoints > 0) s += F("; every %.0f min (%.0f checkpoints", w.interval_s / 60, static_cast<double>(w.checkpoints)) +
                               (p.job.IsSet("training.checkpoint_interval_min") ? ", pinned interval)" : ", Young's interval from the failure + interruption rate)");
+  else if (p.job.IsSet("training.checkpoint_interval_min")) s += "; the run is shorter than the pinned interval: no periodic checkpoint";
   else s += "; the run is shorter than the Young interval: no periodic checkpoint";
   s += "; final save " + cs.final_content + F(" %.1f GB in %.0f s", cs.final_bytes / 1e9, t.final_save_s);
   s += F("; best of %.0f targets", static_cast<double>(p.storage.targets_compared));

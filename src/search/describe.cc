@@ -99,7 +99,7 @@ void StorageHomes(const Context& ctx, const Setup& su, const Variant& v, const I
   p.storage.targets_compared = static_cast<int64_t>(it.targets.size());
   if (c.run.target >= 0) {
     p.storage.target = it.targets[static_cast<size_t>(c.run.target)];
-    if (p.storage.target->kind == "parallel-fs") p.storage.shared_fs = p.storage.target->id;
+    if (p.storage.target->kind.find("parallel-fs") != std::string::npos) p.storage.shared_fs = p.storage.target->id;
   }
 }
 

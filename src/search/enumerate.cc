@@ -46,13 +46,13 @@ Setup BaseSetup(const Context& ctx, const InstanceSpec& inst) {
   s.gpu_family = gpu.ok() ? gpu->family : "unknown";
   return s;
 }
-// R§4 spot: a built-in spot price below the share of on-demand that spot usually costs is a
+// §1 spot: a built-in spot price below the share of on-demand that spot usually costs is a
 // cheapest-zone minimum; such rows are planned at that share (a --catalog row is the user's own
 // price and is used as given, with the same warning from Describe).
 void SpotFloor(const Context& ctx, const InstanceSpec& inst, Setup& sp) {
   const double ratio = ctx.cal.Get("spot_price_ratio_min_plausible");
   if (!inst.on_demand_usd_per_hour || !sp.price || *sp.price >= ratio * *inst.on_demand_usd_per_hour) return;
-  if (inst.where.file.rfind("data/", 0) != 0) return;
+  if (inst.where.file != "data/instances.csv") return;  // a --catalog row is the user's own price
   char buf[240];
   std::snprintf(buf, sizeof buf, "planned at %.0f%% of on-demand ($%.2f/node-h): the catalog's $%.2f is %.0f%% of on-demand, a cheapest-zone price",
                 100 * ratio, ratio * *inst.on_demand_usd_per_hour, *sp.price, 100 * *sp.price / *inst.on_demand_usd_per_hour);
@@ -161,7 +161,11 @@ std::vector<Variant> ResolveVariants(const Context& ctx, const std::vector<Setup
       one.parallel = ParallelSpec{};
       one.training.micro_batch = 1;
       one.training.global_batch = su.inst.gpu_count;
-      if (FinalizeJob(one).ok()) v.sizes = SizeCheckpoints(one, EstimateStep(one, v.hw));
+      if (Status st = FinalizeJob(one); !st.ok()) {
+        rejects.Add("hardware_unresolved", "instance skipped: checkpoint size: " + st.reason());
+        continue;
+      }
+      v.sizes = SizeCheckpoints(one);
       out.push_back(std::move(v));
     }
   }
@@ -231,8 +235,8 @@ std::vector<Item> EnumerateItems(const Context& ctx, const std::vector<Setup>& s
       ci.async = ctx.job.training.checkpoint_async;
       if (ctx.pinned("cluster.storage")) ci.pinned_storage = ctx.job.cluster.storage;
       it.targets = CheckpointTargets(variants[vi].sizes, ci, ctx.catalog, ctx.cal);
-      // A reclaimed spot node restarts like a fresh start minus the dataset already staged.
-      const double restart = it.startup.provision_s + it.startup.image_pull_s + it.startup.weights_s;
+      // A reclaimed spot node is replaced by a fresh one: the whole start-up again.
+      const double restart = it.startup.Total();
       it.rates = LookupEventRates(su.inst.provider, su.gpu_family, su.price_kind == "spot", n * per, n, restart, ctx.cal);
       for (const auto& s : ctx.catalog.storage)
         if (s.provider == su.inst.provider && s.tier == "object" && s.usd_per_gb_month) {
@@ -240,9 +244,11 @@ std::vector<Item> EnumerateItems(const Context& ctx, const std::vector<Setup>& s
           it.usd_per_1k_put = s.usd_per_1k_put.value_or(0);
           break;
         }
-      const double ckpt = variants[vi].sizes.intermediate_bytes;
-      it.stored_bytes = ctx.job.training.tokens * ctx.job.training.data_bytes_per_token + ctx.cal.Get("checkpoints_kept") * ckpt;
-      it.puts_per_checkpoint = std::ceil(ckpt / ctx.cal.Get("object_store_part_bytes"));
+      const double ckpt = variants[vi].sizes.intermediate_bytes, part = ctx.cal.Get("object_store_part_bytes");
+      it.dataset_bytes = ctx.job.training.tokens * ctx.job.training.data_bytes_per_token;
+      it.kept_checkpoint_bytes = ctx.cal.Get("checkpoints_kept") * ckpt;
+      it.puts_per_checkpoint = std::ceil(ckpt / part);
+      it.puts_final_save = std::ceil(variants[vi].sizes.final_bytes / part);
       items.push_back(std::move(it));
     }
   }

@@ -1,6 +1,8 @@
 // §3 pruning, §2 the layouts of one work item, §5 pricing at wall-clock (docs/model/planner.md).
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <tuple>
 
 #include "stages.h"
 
@@ -41,9 +43,12 @@ CostBreakdown Bill(const Context& ctx, const Setup& su, const Item& it, const Wa
   c.billed_hours = su.billing_increment_s > 0 ? std::ceil(w.time_s / su.billing_increment_s) * su.billing_increment_s / 3600 : hours;
   c.compute_usd = c.price_per_node_hour * static_cast<double>(it.nodes) * c.billed_hours;
   if (it.object_usd_per_gb_month) {
-    c.storage_usd = it.stored_bytes / 1e9 * *it.object_usd_per_gb_month * hours / (24 * 30);
+    // Checkpoints are held (and PUT) on the object store only when it is their target.
     const bool uses_object = t && (t->kind.find("object") != std::string::npos || t->kind.find("upload") != std::string::npos);
-    if (uses_object) c.requests_usd = static_cast<double>(w.checkpoints + 1) * it.puts_per_checkpoint / 1000 * it.usd_per_1k_put;
+    const double held = it.dataset_bytes + (uses_object ? it.kept_checkpoint_bytes : 0);
+    c.storage_usd = held / 1e9 * *it.object_usd_per_gb_month * hours / (24 * 30);
+    if (uses_object)
+      c.requests_usd = (static_cast<double>(w.checkpoints) * it.puts_per_checkpoint + it.puts_final_save) / 1000 * it.usd_per_1k_put;
   }
   if (t) c.checkpoint_fs_usd = t->usd_per_hour.value_or(0) * hours;
   c.subtotal_usd = c.compute_usd + c.storage_usd + c.checkpoint_fs_usd + c.requests_usd;
@@ -60,6 +65,7 @@ RunOutcome PriceRun(const Context& ctx, const Setup& su, const Item& it, double 
   if (ctx.pinned("training.checkpoint_interval_min")) in.pinned_interval_s = ctx.job.training.checkpoint_interval_min * 60;
   RunOutcome best;
   bool have = false;
+  std::tuple<bool, bool, double, double, double> best_key;
   const int n = static_cast<int>(it.targets.size());
   for (int ti = (n == 0 ? -1 : 0); ti < n; ++ti) {
     const CheckpointTarget* t = ti >= 0 ? &it.targets[static_cast<size_t>(ti)] : nullptr;
@@ -71,11 +77,15 @@ RunOutcome PriceRun(const Context& ctx, const Setup& su, const Item& it, double 
     o.cost = Bill(ctx, su, it, o.wall, t);
     o.target = ti;
     o.score = Score(ctx.job.constraints.objective, o.wall.time_s, o.cost);
-    if (!o.wall.converges) o.score = 1e300;
-    const bool better = !have || o.score < best.score ||
-                        (o.score == best.score && (o.wall.time_s < best.wall.time_s ||
-                                                   (o.wall.time_s == best.wall.time_s && o.cost.with_rerun_usd < best.cost.with_rerun_usd)));
-    if (better) best = o;
+    if (!o.wall.converges) o.score = std::numeric_limits<double>::infinity();
+    // Order: converging first; on cost, a target whose capacity price is unknown (it would look
+    // free) after the priced ones; then the objective, time, cost.
+    const bool unpriced = t && !t->usd_per_hour && ctx.job.constraints.objective != Objective::kTime;
+    const auto key = std::make_tuple(!o.wall.converges, unpriced, o.score, o.wall.time_s, o.cost.with_rerun_usd);
+    if (!have || key < best_key) {
+      best = o;
+      best_key = key;
+    }
     have = true;
   }
   return best;
@@ -161,7 +171,10 @@ int64_t TryMicroBatches(const Context& ctx, const LayoutSpace& sp, const Variant
 void PriceFastest(const Context& ctx, const Setup& su, const Item& it, size_t item, const Fastest& f, SearchState& st) {
   const Constraints& con = ctx.job.constraints;
   const RunOutcome run = PriceRun(ctx, su, it, f.train_s);
-  if (!run.wall.converges) { st.rejects.Add("reliability_diverges", "failures and interruptions outrun progress (no usable checkpoint target)"); return; }
+  if (!run.wall.converges) {
+    st.rejects.Add("reliability_diverges", "failures and interruptions outrun progress (no target checkpoints fast enough)");
+    return;
+  }
   if (con.deadline_hours > 0 && run.wall.time_s > con.deadline_hours * 3600) {
     st.rejects.Add("deadline", "misses deadline (wall-clock of the setup's fastest layout)");
     return;

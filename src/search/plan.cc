@@ -43,6 +43,7 @@ Location Loc(const Job& j, const std::string& key) {
 Status ValidateInputs(Job& job, const Catalog& catalog) {
   Job check = job;
   GPUPLAN_RETURN_IF_ERROR(FinalizeJob(check));
+  GPUPLAN_RETURN_IF_ERROR(CheckCatalogIds(job, catalog));  // pinned gpu, links and storage exist
   job.training.tokens = check.training.tokens;
   if (job.training.tokens <= 0)
     return Status::BadInput(Loc(job, "training.tokens"), "the planner needs training.tokens (how much to train) to size time and cost");
@@ -60,6 +61,10 @@ Status ValidateInputs(Job& job, const Catalog& catalog) {
   if (job.IsSet("cluster.gpu")) {
     auto spec = catalog.FindGpu(job.cluster.gpu);
     if (!spec.ok()) return Status::BadInput(Loc(job, "cluster.gpu"), spec.status().reason());
+    // A pinned precision the pinned GPU lacks is the same error as in memory and estimate.
+    if (job.IsSet("training.precision"))
+      if (const std::string why = spec->PrecisionProblem(job.training.precision); !why.empty())
+        return Status::BadInput(Loc(job, "training.precision"), why);
   }
   if (job.training.global_batch <= 0 || !job.IsSet("training.global_batch"))
     return Status::BadInput(Loc(job, "training.global_batch"),
@@ -145,7 +150,7 @@ void Relax(const Job& job, const Catalog& catalog, const Calibration& cal, const
                   r.empty() ? "" : "; ", cheapest, con.rerun_factor, con.budget_usd, cheapest, cheapest - con.budget_usd);
     r += buf;
   }
-  out.relax_code = deadline && budget ? "deadline_and_budget" : deadline ? "deadline" : budget ? "budget" : "deadline_and_budget";
+  out.relax_code = deadline && budget ? "deadline_and_budget" : deadline ? "deadline" : budget ? "budget" : "deadline_or_budget";
   if (r.empty()) r = "deadline and budget are each reachable but not together: relax either (see the fastest and cheapest plans with one of them removed)";
   out.relax = r;
 }

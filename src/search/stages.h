@@ -70,8 +70,9 @@ struct Item {
   // §4 the object-store bill, resolved once: capacity held (dataset + kept checkpoints) and the
   // PUTs of one checkpoint; nullopt price = no priced object store for the provider.
   std::optional<double> object_usd_per_gb_month;
-  double stored_bytes = 0;
-  double puts_per_checkpoint = 0;
+  double dataset_bytes = 0;          // held on the object store for the run
+  double kept_checkpoint_bytes = 0;  // held there too when checkpoints go to it
+  double puts_per_checkpoint = 0, puts_final_save = 0;
   double usd_per_1k_put = 0;
 };
 

@@ -120,6 +120,14 @@ TEST(Plan, BadConstraintsAreErrors) {
   auto g = PlanJob(gpu, Cat(), Calibration::Builtin());
   ASSERT_FALSE(g.ok());
   EXPECT_NE(g.status().ToString().find("unknown GPU 'h900'"), std::string::npos);
+  Job net = MakeJob("model: {preset: gpt2}\ntraining: {global_batch: 8, tokens: 1e8}\ncluster: {network: ib-xdr9}\n");
+  auto n = PlanJob(net, Cat(), Calibration::Builtin());
+  ASSERT_FALSE(n.ok()) << "an unknown pinned network is an error, not a reason every setup is skipped";
+  EXPECT_NE(n.status().ToString().find("plan.yaml:3: cluster.network"), std::string::npos) << n.status().ToString();
+  Job fp8 = MakeJob("model: {preset: gpt2}\ntraining: {global_batch: 8, tokens: 1e8, precision: fp8}\ncluster: {gpu: a100-sxm-80gb}\n");
+  auto f = PlanJob(fp8, Cat(), Calibration::Builtin());
+  ASSERT_FALSE(f.ok());
+  EXPECT_NE(f.status().ToString().find("training.precision"), std::string::npos) << f.status().ToString();
   Job tokens = MakeJob("model: {preset: gpt2}\ntraining: {global_batch: 8}\n");
   EXPECT_FALSE(PlanJob(tokens, Cat(), Calibration::Builtin()).ok());
 }
@@ -205,7 +213,8 @@ TEST(Plan, CheckpointTargetIsChosenNotAssumed) {
     w.durable_s = t.durable_s;
     w.final_save_s = t.final_save_s;
     const WallClock other = ComputeWallClock(w);
-    const double other_usd_h = t.usd_per_hour.value_or(0), chosen_usd_h = p.storage.target->usd_per_hour.value_or(0);
+    if (!t.usd_per_hour) continue;  // an unknown capacity price is not "as cheap"
+    const double other_usd_h = *t.usd_per_hour, chosen_usd_h = p.storage.target->usd_per_hour.value_or(0);
     if (other_usd_h <= chosen_usd_h) EXPECT_GE(other.time_s, p.time_s * (1 - 1e-9)) << t.id << " is as cheap and faster";
   }
   EXPECT_TRUE(differ) << "the targets' write times do not depend on the target";

@@ -36,6 +36,10 @@ constexpr NumberRange kFx{1e-9, 1e6};            // USD per unit of the local cu
 constexpr NumberRange kIops{1e-3, 1e12};
 constexpr NumberRange kTb{0, 1e6};               // local NVMe, TB (0 = none)
 
+bool OneOf(const std::string& v, std::initializer_list<const char*> options) {
+  return std::any_of(options.begin(), options.end(), [&](const char* o) { return v == o; });
+}
+
 // Reads an optional number column in `range` and scales it; a bad cell is an error with its location.
 #define OPT(out, rec, col, scale, range)                           \
   do {                                                             \
@@ -116,7 +120,11 @@ Result<LinkSpec> ReadLink(const CsvRecord& r) {
 // on_demand_usd_per_hour = local x fx.
 Status ReadLocalPrice(const CsvRecord& r, InstanceSpec& i) {
   const std::string currency = r.Str("price_currency");
-  if (!currency.empty() && currency != "unknown") i.price_currency = currency;
+  if (!currency.empty() && currency != "unknown") {
+    if (currency.size() != 3 || !std::all_of(currency.begin(), currency.end(), [](char ch) { return ch >= 'A' && ch <= 'Z'; }))
+      return Status::BadInput(r.Where("price_currency"), "expected an ISO 4217 code like USD, EUR or JPY, got '" + currency + "'");
+    i.price_currency = currency;
+  }
   OPT(i.on_demand_local_per_hour, r, "on_demand_local_per_hour", 1.0, kLocalPrice);
   OPT(i.fx_usd_per_unit, r, "fx_usd_per_unit", 1.0, kFx);
   const std::string fx_date = r.Str("fx_date");
@@ -187,6 +195,14 @@ Result<StorageSpec> ReadStorage(const CsvRecord& r) {
   OPT(s.usd_per_1k_put, r, "usd_per_1k_put", 1.0, kUsd);
   OPT(s.usd_per_1k_get, r, "usd_per_1k_get", 1.0, kUsd);
   s.throughput_scope = r.Str("throughput_scope");
+  // The planner reads these words (object stores for datasets, local NVMe per node, ...): a typo
+  // would silently drop the row from every choice.
+  if (!OneOf(s.tier, {"block", "local-nvme", "object", "parallel-fs"}))
+    return Status::BadInput(r.Where("tier"), "expected block, local-nvme, object or parallel-fs, got '" + s.tier + "'");
+  if (!s.throughput_scope.empty() &&
+      !OneOf(s.throughput_scope, {"per-filesystem", "per-TiB", "per-node", "per-volume", "per-bucket", "per-prefix", "unknown"}))
+    return Status::BadInput(r.Where("throughput_scope"), "expected per-node, per-volume, per-filesystem, per-TiB, per-bucket, "
+                                                         "per-prefix or unknown, got '" + s.throughput_scope + "'");
   s.source = r.Str("source");
   s.date = r.Str("date");
   s.notes = r.Str("notes");
@@ -272,6 +288,10 @@ Status CheckReferences(const Catalog& c) {
   for (const auto& i : c.instances) {
     if (i.gpu_id.empty()) return Status::BadInput(At(i.where, "gpu_id"), "must name a GPU of gpus.csv");
     if (auto g = c.FindGpu(i.gpu_id); !g.ok()) return Status::BadInput(At(i.where, "gpu_id"), g.status().reason());
+    if (!i.network_kind.empty() && i.network_kind != "unknown" &&
+        std::none_of(c.links.begin(), c.links.end(), [&](const LinkSpec& l) { return l.kind == i.network_kind; }))
+      return Status::BadInput(At(i.where, "network_kind"), "expected a link kind of links.csv (infiniband, roce, efa, tcp, ...) "
+                                                           "or unknown, got '" + i.network_kind + "'");
     for (const char* col : {"intra_link", "network_link"}) {
       const std::string& id = std::string(col) == "intra_link" ? i.intra_link : i.network_link;
       if (id.empty() || id == "unknown") continue;

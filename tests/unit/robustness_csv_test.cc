@@ -267,6 +267,24 @@ TEST(Catalog, YesNoUnknownColumnsAreChecked) {
   EXPECT_EQ(st.location().key, "intra_link") << st.ToString();
 }
 
+// Words the planner reads: a typo would silently drop the row from every choice.
+TEST(Catalog, WordColumnsThePlannerReadsAreChecked) {
+  const Status kind = LoadWith("kind_inst.csv", std::string(kInstHeader) + InstRow("network_kind", "infiniband2"));
+  EXPECT_EQ(kind.location().key, "network_kind") << kind.ToString();
+  const std::string storage_header =
+      "id,provider,product,tier,read_mb_per_s,write_mb_per_s,iops,latency_ms,usd_per_gb_month,usd_per_1k_put,"
+      "usd_per_1k_get,throughput_scope,source,date,notes\n";
+  const Status tier = LoadWith("tier_storage.csv", storage_header + "s,lab,x,objekt,100,100,unknown,unknown,0.02,unknown,unknown,per-node,t,undated,\n");
+  EXPECT_EQ(tier.location().key, "tier") << tier.ToString();
+  const Status scope = LoadWith("scope_storage.csv", storage_header + "s,lab,x,object,100,100,unknown,unknown,0.02,unknown,unknown,pernode,t,undated,\n");
+  EXPECT_EQ(scope.location().key, "throughput_scope") << scope.ToString();
+  EXPECT_TRUE(LoadWith("ok_storage.csv", storage_header + "s,lab,x,object,100,100,unknown,unknown,0.02,unknown,unknown,per-node,t,undated,\n").ok());
+  const std::string money = std::string(kInstHeader).substr(0, std::string(kInstHeader).size() - 1) + ",price_currency\n";
+  const std::string row = InstRow("", "");
+  const Status cur = LoadWith("cur_inst.csv", money + row.substr(0, row.size() - 1) + ",dollars\n");
+  EXPECT_EQ(cur.location().key, "price_currency") << cur.ToString();
+}
+
 // ---- calibration -------------------------------------------------------------------------------
 
 Status LoadCal(const std::string& rows) {

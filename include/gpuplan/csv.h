@@ -29,6 +29,7 @@ struct NumberRange {
 Result<double> ParseDecimalIn(std::string_view text, const Location& where, NumberRange range);
 Status CheckRange(double v, const Location& where, NumberRange range);
 // ParseDecimal, then a whole number in [min, max] ("1.5" and "0.5" are errors, "2e3" is 2000).
+// Magnitudes from 9.2e18 up are range errors whatever the bounds: the cast to int64 is always defined.
 Result<int64_t> ParseInteger(std::string_view text, const Location& where, int64_t min, int64_t max);
 
 struct CsvRow {

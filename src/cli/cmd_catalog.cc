@@ -97,6 +97,8 @@ int CmdModels(const std::vector<std::string>& argv) {
     std::printf("usage: gpuplan models [--format text|md|json|csv]\n\n%s", FlagHelp(kListFlags, false).c_str());
     return 0;
   }
+  if (!args->positional.empty())
+    return Fail(Status::BadInput({"command line", 0, args->positional[0]}, "gpuplan models takes no arguments (only flags)"), json);
   auto format = GetFormat(*args);
   if (!format.ok()) return Fail(format.status(), json);
   std::vector<std::vector<std::string>> rows;
@@ -114,11 +116,15 @@ int CmdCatalog(const std::vector<std::string>& argv) {
   const bool json = WantsJson(argv);
   auto args = ParseArgs(argv, kListFlags, false);
   if (!args.ok()) return Fail(args.status(), json);
-  if (args->Has("help") || args->positional.size() != 1) {
+  if (args->Has("help") || args->positional.empty()) {
     std::printf("usage: gpuplan catalog gpus|links|instances|storage [--format text|md|json|csv] [--catalog FILE]\n\n%s",
                 FlagHelp(kListFlags, false).c_str());
     return args->Has("help") ? 0 : 1;
   }
+  if (args->positional.size() > 1)
+    return Fail(Status::BadInput({"command line", 0, args->positional[1]}, "gpuplan catalog lists one kind at a time (gpus, links, instances or storage)"), json);
+  if (const std::string& w = args->positional[0]; w != "gpus" && w != "links" && w != "instances" && w != "storage")
+    return Fail(Status::BadInput({"command line", 0, w}, "unknown catalog kind (gpus, links, instances or storage)"), json);
   auto format = GetFormat(*args);
   if (!format.ok()) return Fail(format.status(), json);
   auto cat = LoadCatalogFromArgs(*args);

@@ -2,6 +2,7 @@
 #include <fstream>
 
 #include "cli.h"
+#include "gpuplan/csv.h"
 #include "commands.h"
 #include "gpuplan/report.h"
 
@@ -64,6 +65,12 @@ int CmdValidate(const std::vector<std::string>& argv) {
                 FlagHelp(kValidateFlags, false).c_str());
     return args->Has("help") ? 0 : 1;
   }
+  for (const char* flag : {"max-median", "max-p90"}) {
+    if (!args->Has(flag)) continue;
+    auto limit = ParseDecimal(args->Get(flag), {"command line", 0, std::string("--") + flag});
+    if (!limit.ok()) return Fail(limit.status());
+    if (*limit < 0) return Fail(Status::BadInput({"command line", 0, std::string("--") + flag}, "must be a fraction >= 0"));
+  }
   auto catalog = LoadCatalogFromArgs(*args);
   if (!catalog.ok()) return Fail(catalog.status());
   auto cal = Calibration::Load(args->Get("calibration"));
@@ -82,7 +89,7 @@ int CmdValidate(const std::vector<std::string>& argv) {
   }
   auto threshold = [&](const char* flag, double value) -> int {
     if (!args->Has(flag)) return 0;
-    const double limit = std::atof(args->Get(flag).c_str());
+    const double limit = *ParseDecimal(args->Get(flag), {});
     if (value > limit) {
       std::fprintf(stderr, "gpuplan: --%s %.3f exceeded: %.3f\n", flag, limit, value);
       return 2;

@@ -62,8 +62,7 @@ int main(int argc, char** argv) {
     const gpuplan::Status st = gpuplan::Status::BadInput(
         {"command line", 0, name}, "unknown command" + (best.empty() ? std::string() : " (did you mean '" + best + "'?)"));
     if (gpuplan::cli::WantsJson(rest)) return gpuplan::cli::Fail(st, true);
-    std::fprintf(stderr, "gpuplan: unknown command '%s'%s\n", name.c_str(),
-                 best.empty() ? "" : (" (did you mean '" + best + "'?)").c_str());
+    std::fprintf(stderr, "gpuplan: %s\n", st.ToString().c_str());
     Usage(stderr);
     return 1;
   } catch (const std::exception& ex) {

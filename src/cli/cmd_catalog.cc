@@ -30,12 +30,15 @@ int Print(Format f, const std::vector<std::string>& header, const std::vector<st
 template <typename T>
 int PrintCatalogCsv(const std::string& kind, const std::vector<T>& rows) {
   std::map<std::string, CsvTable> files;
+  std::map<std::string, std::map<int, const CsvRow*>> by_line;  // file -> line -> row (linear overall)
   auto table = [&](const std::string& file) -> Result<const CsvTable*> {
     auto it = files.find(file);
     if (it == files.end()) {
       auto t = file.rfind("data/", 0) == 0 ? ParseCsv(std::string(EmbeddedData(file.substr(5))), file) : ReadCsvFile(file);
       if (!t.ok()) return t.status();
       it = files.emplace(file, std::move(t).value()).first;
+      auto& index = by_line[file];
+      for (const auto& row : it->second.rows) index[row.line] = &row;
     }
     return &it->second;
   };
@@ -46,9 +49,9 @@ int PrintCatalogCsv(const std::string& kind, const std::vector<T>& rows) {
   for (const auto& r : rows) {
     auto t = table(r.where.file);
     if (!t.ok()) return Fail(t.status());
-    const CsvRow* src = nullptr;
-    for (const auto& row : (*t)->rows)
-      if (row.line == r.where.line) src = &row;
+    const auto& index = by_line[r.where.file];
+    const auto found = index.find(r.where.line);
+    const CsvRow* src = found == index.end() ? nullptr : found->second;
     if (src == nullptr) return Fail(Status::Internal("row " + r.id + " not found at " + r.where.file + ":" + std::to_string(r.where.line)));
     std::vector<std::string> cells;
     for (const auto& col : header) {

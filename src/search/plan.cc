@@ -120,6 +120,21 @@ void Relax(const Job& job, const Catalog& catalog, const Calibration& cal, const
     out.relax = buf;
     return;
   }
+  if (con.deadline_hours == 0 && con.budget_usd == 0) {
+    // Something fits memory and nothing bounds time or money: the rejections say why (a search
+    // without deadline and budget would be this one again).
+    out.relax_code = "all_rejected";
+    out.relax = "layouts fit memory, but every setup was rejected: ";
+    int64_t shown = 0;
+    std::vector<Rejection> by_count = out.rejected;
+    std::sort(by_count.begin(), by_count.end(), [](const Rejection& a, const Rejection& b) { return a.count > b.count; });
+    for (const auto& x : by_count)
+      if (shown < 3 && x.code != "batch_not_divisible" && x.code != "memory" && x.code != "recompute_dominated" &&
+          x.code != "gpu_not_allowed" && x.code != "cloud_not_allowed" && x.code != "gpus_per_node_pin" && x.code != "max_gpus")
+        out.relax += (shown++ ? "; " : "") + x.reason + " (" + std::to_string(x.count) + ")";
+    if (shown == 0) out.relax += "see the rejected table";
+    return;
+  }
   // Search again without deadline and budget: the fastest and the cheapest plans say how far each
   // constraint is from reachable.
   Job open = job;

@@ -442,7 +442,7 @@ TEST(Plan, ExtremeAcceptedCatalogValuesGiveFiniteCostAndTime) {
 // and there is no deadline or budget, Relax (src/search/plan.cc) calls PlanJob with the same
 // constraints, which calls Relax again: a stack overflow (SIGSEGV). Built-in catalog only. Run in a
 // child process so the crash fails this test, not the binary. Enable with the fix in src/search.
-TEST(Plan, DISABLED_NothingFeasibleWithoutDeadlineDoesNotRecurse) {
+TEST(Plan, NothingFeasibleWithoutDeadlineDoesNotRecurse) {
   const std::string cmd = std::string(GPUPLAN_BINARY) +
                           " plan --model gpt2 --tokens 1e13 --global-batch 8 --gpus t4 --max-gpus 1 --precision fp16 >/dev/null 2>&1";
   const int rc = std::system(cmd.c_str());

@@ -48,6 +48,7 @@ for h in "${harnesses[@]}"; do targets+=("${h}_fuzzer"); done
 cmake --build "$build" -j "$(nproc)" --target "${targets[@]}" > "$build/fuzz-build.log" 2>&1 || {
   tail -40 "$build/fuzz-build.log"; echo "fuzz.sh: build failed ($build/fuzz-build.log)" >&2; exit 1; }
 
+echo "== fuzz: built ${#targets[@]} harnesses in ${SECONDS}s"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 common=(-timeout=10 -rss_limit_mb=2048)
@@ -115,4 +116,4 @@ if [ "$fail" != 0 ]; then
   echo "fuzz.sh: crash found; the input is in fuzz/regressions/<harness>/ (full log in $logs/)" >&2
   exit 1
 fi
-echo "fuzz.sh: no crash"
+echo "fuzz.sh: no crash (${SECONDS}s in all)"

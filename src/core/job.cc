@@ -448,24 +448,49 @@ Status CheckNesting(const YAML::Node& n, int depth, const std::string& file, int
 
 // The one YAML document of a job file; a second document ("---" then more keys) would be ignored
 // by a plain load, so it is an error.
+// A document marker ('---' or '...' at column 0, YAML 1.2 §9.1) after content, with content after
+// it, starts a second document. Found in the text: yaml-cpp 0.7's LoadAll can loop forever on
+// malformed input (fuzz/pending/job), while Load reads the first document and stops.
+Status CheckOneDocument(const std::string& text, const std::string& file) {
+  bool content = false;
+  int pending = 0, line = 0;
+  std::string which;
+  for (size_t start = 0; start < text.size();) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string l = text.substr(start, end - start);
+    start = end + 1;
+    ++line;
+    const bool marker = (l.rfind("---", 0) == 0 || l.rfind("...", 0) == 0) &&
+                        (l.size() == 3 || l[3] == ' ' || l[3] == '\t' || l[3] == '\r');
+    const std::string rest = marker ? l.substr(3) : l;
+    const size_t first = rest.find_first_not_of(" \t\r");
+    const bool has_text = first != std::string::npos && rest[first] != '#' && !(!content && !marker && rest[first] == '%');
+    if (marker && content && pending == 0) {
+      pending = line;
+      which = l.substr(0, 3);
+    }
+    if (has_text && pending > 0)
+      return Bad({file, line, ""}, "a second YAML document (after '" + which + "'); a job file is one document");
+    content |= has_text;
+  }
+  return Status::Ok();
+}
+
 Result<YAML::Node> LoadOneDocument(const std::string& text, const std::string& file) {
-  std::vector<YAML::Node> docs;
+  GPUPLAN_RETURN_IF_ERROR(CheckOneDocument(text, file));
+  YAML::Node doc;
   try {
-    docs = YAML::LoadAll(text);
+    doc = YAML::Load(text);
   } catch (const YAML::DeepRecursion& ex) {
     return NestingTooDeep(file, ex.mark.line >= 0 ? ex.mark.line + 1 : 0);
   } catch (const YAML::Exception& ex) {
     return Bad({file, ex.mark.line >= 0 ? ex.mark.line + 1 : 0, ""}, "cannot parse: " + ex.msg);
   }
-  for (size_t i = 1; i < docs.size(); ++i) {
-    if (!docs[i] || docs[i].IsNull()) continue;  // a trailing "---" holds nothing
-    const int line = docs[i].Mark().line >= 0 ? docs[i].Mark().line + 1 : 0;
-    return Bad({file, line, ""}, "a second YAML document (after '---'); a job file is one document");
-  }
-  if (docs.empty()) return YAML::Node();
+  if (!doc) return YAML::Node();
   int64_t budget = kMaxNodes;
-  GPUPLAN_RETURN_IF_ERROR(CheckNesting(docs[0], 0, file, budget));
-  return docs[0];
+  GPUPLAN_RETURN_IF_ERROR(CheckNesting(doc, 0, file, budget));
+  return doc;
 }
 
 }  // namespace

@@ -1,4 +1,6 @@
 #include <gtest/gtest.h>
+
+#include <sstream>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -226,6 +228,23 @@ TEST(Job, YamlAliasExpansionIsRefusedNotWalked) {
   const std::string e = Error(BillionLaughs("model: {preset: gpt2}\n"));
   alarm(0);
   EXPECT_NE(e.find("more than 100000 values (YAML aliases expanding?)"), std::string::npos) << e;
+}
+
+// The fuzzer's yaml-cpp LoadAll hangs (fuzz/regressions/job): the parser reads one document with
+// Load and finds a second document in the text, so these end (as bad input) instead of looping.
+TEST(Job, FuzzedLoadAllHangsEndAsBadInput) {
+  alarm(60);
+  for (const char* name : {"yaml-loadall-hang-comma-after-flow-map.yaml", "yaml-loadall-hang-comma-after-adjacent-quotes.yaml"}) {
+    std::ifstream f(std::string(GPUPLAN_SOURCE_DIR) + "/fuzz/regressions/job/" + name, std::ios::binary);
+    ASSERT_TRUE(f.good()) << name;
+    std::stringstream text;
+    text << f.rdbuf();
+    auto j = ParseJobText(text.str(), name);
+    EXPECT_FALSE(j.ok()) << name;
+  }
+  alarm(0);
+  EXPECT_NE(Error("model: {preset: gpt2}\n...\ntraining: {seq_len: 512}\n").find("a second YAML document (after '...')"), std::string::npos);
+  EXPECT_TRUE(Parse("---\nmodel: {preset: gpt2}\n...\n# trailing comment\n").ok());
 }
 
 TEST(Job, StrayTopLevelCommaIsRefusedNotAHang) {

@@ -119,11 +119,13 @@ int CmdCatalog(const std::vector<std::string>& argv) {
   const bool json = WantsJson(argv);
   auto args = ParseArgs(argv, kListFlags, false);
   if (!args.ok()) return Fail(args.status(), json);
-  if (args->Has("help") || args->positional.empty()) {
+  if (args->Has("help")) {
     std::printf("usage: gpuplan catalog gpus|links|instances|storage [--format text|md|json|csv] [--catalog FILE]\n\n%s",
                 FlagHelp(kListFlags, false).c_str());
-    return args->Has("help") ? 0 : 1;
+    return 0;
   }
+  if (args->positional.empty())
+    return Fail(Status::BadInput({"command line", 0, "catalog"}, "needs a kind: gpuplan catalog gpus|links|instances|storage"), json);
   if (args->positional.size() > 1)
     return Fail(Status::BadInput({"command line", 0, args->positional[1]}, "gpuplan catalog lists one kind at a time (gpus, links, instances or storage)"), json);
   if (const std::string& w = args->positional[0]; w != "gpus" && w != "links" && w != "instances" && w != "storage")

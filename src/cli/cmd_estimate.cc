@@ -63,7 +63,8 @@ int CmdValidate(const std::vector<std::string>& argv) {
                 "Predicts every usable row of a file with the columns of shared/validation/runs.csv (or memory.csv)\n"
                 "and prints predicted vs measured with median / p90 error per source and per GPU.\n\n%s",
                 FlagHelp(kValidateFlags, false).c_str());
-    return args->Has("help") ? 0 : 1;
+    if (args->Has("help")) return 0;
+    return Fail(Status::BadInput({"command line", 0, "validate"}, "needs a file: gpuplan validate RUNS.csv [MEMORY.csv ...]"));
   }
   for (const char* flag : {"max-median", "max-p90"}) {
     if (!args->Has(flag)) continue;

@@ -37,7 +37,9 @@ int CmdMemory(const std::vector<std::string>& argv) {
     return Fail(Status::BadInput({gpu->where.file, gpu->where.line, "memory_gib"}, "GPU '" + gpu->id + "' has no known memory size"), json);
   // The same precision check as estimate: no bf16 on V100/T4 (it suggests fp16), no fp8 before Hopper/Ada.
   if (const std::string why = gpu->PrecisionProblem(job->training.precision); !why.empty()) {
-    Location l = job->IsSet("training.precision") ? job->set_keys.at("training.precision") : Location{"", 0, "training.precision"};
+    Location l = job->IsSet("training.precision") ? job->set_keys.at("training.precision")
+                 : job->IsSet("cluster.gpu")      ? job->set_keys.at("cluster.gpu")
+                                                  : Location{"command line", 0, "--precision"};
     return Fail(Status::BadInput(l, why), json);
   }
   // cluster.intra_node, cluster.network and cluster.storage: the same check as every command

@@ -2,6 +2,7 @@
 #include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -14,6 +15,8 @@
 #include "gpuplan/csv.h"
 #include "gpuplan/input_file.h"
 #include "gpuplan/job.h"
+
+#include <algorithm>
 #include "gpuplan/job_keys.h"
 #include "gpuplan/strings.h"
 
@@ -477,8 +480,40 @@ Status CheckOneDocument(const std::string& text, const std::string& file) {
   return Status::Ok();
 }
 
+// A flow document (JSON, or YAML starting with '{') ends at its closing brace: anything but
+// spaces and comments after it is a second document (Load would read the first and drop it).
+// Double-quoted (with \ escapes) and single-quoted ('' escapes) strings are skipped; when the
+// braces never balance, yaml-cpp reports the error itself.
+Status CheckFlowDocumentEnds(const std::string& text, const std::string& file) {
+  size_t i = text.find_first_not_of(" \t\r\n");
+  if (i == std::string::npos || text[i] != '{') return Status::Ok();
+  int depth = 0, line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(i), '\n'));
+  for (; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') ++line;
+    if (c == '"' || c == '\'') {
+      for (++i; i < text.size() && text[i] != c; ++i) {
+        if (text[i] == '\n') ++line;
+        if (c == '"' && text[i] == '\\') ++i;
+        else if (c == '\'' && text[i] == '\'' && i + 1 < text.size() && text[i + 1] == '\'') ++i;
+      }
+      continue;
+    }
+    if (c == '{' || c == '[') ++depth;
+    if ((c == '}' || c == ']') && --depth == 0) break;
+  }
+  for (++i; i < text.size(); ++i) {
+    if (text[i] == '\n') { ++line; continue; }
+    if (text[i] == '#') { while (i < text.size() && text[i] != '\n') ++i; --i; continue; }
+    if (text[i] != ' ' && text[i] != '\t' && text[i] != '\r')
+      return Bad({file, line, ""}, "text after the end of the document (a job file is one {...} object)");
+  }
+  return Status::Ok();
+}
+
 Result<YAML::Node> LoadOneDocument(const std::string& text, const std::string& file) {
   GPUPLAN_RETURN_IF_ERROR(CheckOneDocument(text, file));
+  GPUPLAN_RETURN_IF_ERROR(CheckFlowDocumentEnds(text, file));
   YAML::Node doc;
   try {
     doc = YAML::Load(text);
@@ -622,6 +657,9 @@ Status ApplyDatasetSize(Job& job) {
   const double epochs = t.epochs > 0 ? t.epochs : 1.0;
   const double per_sample = static_cast<double>(t.tokens_per_sample > 0 ? t.tokens_per_sample : t.seq_len);
   t.tokens = t.samples * epochs * per_sample;
+  if (!(t.tokens <= 1e16))  // the bound of training.tokens itself
+    return Bad(loc("training.samples"), "samples x epochs x tokens_per_sample = " + std::to_string(t.tokens) +
+                                            " tokens, above the 1e16 limit of training.tokens");
   return Status::Ok();
 }
 

@@ -137,8 +137,14 @@ Result<HardwareContext> ResolveHardware(const Job& job, const Catalog& catalog, 
   if (!hw.gpu.p2p) hw.intra_bytes_per_s = std::min(hw.intra_bytes_per_s, host->bw_bytes_per_s_per_dir / 2);
   auto ndr = catalog.FindLink("ib-ndr");
   if (ndr.ok()) hw.rdma_reference_bytes_per_s = ndr->bw_bytes_per_s_per_dir * cal.Get("link_eff.infiniband");
-  if (const std::string why = hw.gpu.PrecisionProblem(job.training.precision); !why.empty())
-    return Status::BadInput(where("training.precision"), why);
+  if (const std::string why = hw.gpu.PrecisionProblem(job.training.precision); !why.empty()) {
+    // At the key that made the clash: the precision if given, else the GPU choice (the default precision).
+    Location at = job.IsSet("training.precision") ? where("training.precision")
+                  : job.IsSet("cluster.gpu")      ? where("cluster.gpu")
+                                                  : Location{"command line", 0, "--precision"};
+    if (at.file.empty() && at.line == 0) at.file = "command line";
+    return Status::BadInput(at, why);
+  }
   if (!hw.gpu.PeakFlops(job.training.precision))
     return Status::BadInput(where("training.precision"),
                             "GPU '" + hw.gpu.id + "' has no known dense " + ToString(job.training.precision) +

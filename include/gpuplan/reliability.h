@@ -105,6 +105,9 @@ struct StartupInputs {
   double dataset_bytes = 0;
   std::optional<double> store_read_bytes_per_s_per_node;  // the provider's object store, if known
 };
+// The start-up inputs of a job on `nodes` nodes: a fine-tune downloads its base weights (QLoRA's
+// in bf16, quantized on load), every run stages its dataset share.
+StartupInputs StartupInputsFor(const Job& job, int64_t nodes, std::optional<double> store_read_bytes_per_s_per_node);
 StartupBreakdown EstimateStartup(const StartupInputs& in, const Calibration& cal);
 
 // R§1-R§5 for one pinned job (`gpuplan estimate`): on demand, checkpoints to the job's

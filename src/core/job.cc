@@ -563,7 +563,7 @@ Result<Job> ParseJobText(const std::string& text, const std::string& file) {
   Job job;
   job.source = file;
   GPUPLAN_RETURN_IF_ERROR(CheckNoNulBytes(text, file));
-  GPUPLAN_RETURN_IF_ERROR(CheckNoStrayComma(text, file));  // yaml-cpp would loop forever on it
+  GPUPLAN_RETURN_IF_ERROR(CheckNoStrayComma(text, file));  // yaml-cpp's Load would drop the text after it (LoadAll looped)
   // yaml-cpp's "illegal tab when looking for indentation" names no fix; JSON (a flow mapping) may use tabs.
   if (const auto first = text.find_first_not_of(" \t\r\n"); first == std::string::npos || text[first] != '{') {
     int line = 1;

@@ -233,17 +233,13 @@ JobWallClock EstimateJobWallClock(const Job& job, const HardwareContext& hw, con
   JobWallClock out;
   out.sizes = SizeCheckpoints(job);
   const int64_t nodes = (job.cluster.num_gpus + job.cluster.gpus_per_node - 1) / job.cluster.gpus_per_node;
-  StartupInputs si;
-  si.nodes = nodes;
-  if (job.training.method != Method::kPretrain)
-    si.weights_bytes = static_cast<double>(CountParams(job.arch).total) * (job.training.method == Method::kQlora ? 2.0 : WeightBytesPerParam(job));
-  si.dataset_bytes = job.training.tokens * job.training.data_bytes_per_token / static_cast<double>(nodes);
   std::string provider;
+  std::optional<double> read;
   if (hw.storage) {
     provider = hw.storage->provider;
-    if (hw.storage->read_bytes_per_s) si.store_read_bytes_per_s_per_node = *hw.storage->read_bytes_per_s;
+    read = hw.storage->read_bytes_per_s;
   }
-  out.startup = EstimateStartup(si, cal);
+  out.startup = EstimateStartup(StartupInputsFor(job, nodes, read), cal);
   if (hw.storage) {
     CheckpointTargetInputs ci;
     ci.provider = provider;
@@ -269,6 +265,17 @@ JobWallClock EstimateJobWallClock(const Job& job, const HardwareContext& hw, con
   if (job.IsSet("training.checkpoint_interval_min")) w.pinned_interval_s = job.training.checkpoint_interval_min * 60;
   out.wall = ComputeWallClock(w);
   return out;
+}
+
+StartupInputs StartupInputsFor(const Job& job, int64_t nodes, std::optional<double> store_read_bytes_per_s_per_node) {
+  StartupInputs in;
+  in.nodes = nodes;
+  const Method m = job.training.method;
+  if (m != Method::kPretrain)
+    in.weights_bytes = static_cast<double>(CountParams(job.arch).total) * (m == Method::kQlora ? 2.0 : WeightBytesPerParam(job));
+  in.dataset_bytes = job.training.tokens * job.training.data_bytes_per_token / static_cast<double>(nodes);
+  in.store_read_bytes_per_s_per_node = store_read_bytes_per_s_per_node;
+  return in;
 }
 
 StartupBreakdown EstimateStartup(const StartupInputs& in, const Calibration& cal) {

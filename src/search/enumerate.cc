@@ -195,17 +195,11 @@ const StorageSpec* ReadableStore(const Catalog& cat, const std::string& provider
 // R§1 start-up of one setup on n nodes: each node pulls the image, the base weights of a
 // fine-tune and its share of the dataset.
 StartupBreakdown Startup(const Context& ctx, const Setup& su, const Variant& v, int64_t nodes) {
-  StartupInputs in;
-  in.nodes = nodes;
-  const Method m = ctx.job.training.method;
-  if (m != Method::kPretrain) {
-    Job j = ctx.job;
-    j.training.precision = v.precision;
-    in.weights_bytes = static_cast<double>(CountParams(j.arch).total) * (m == Method::kQlora ? 2.0 : WeightBytesPerParam(j));
-  }
-  in.dataset_bytes = ctx.job.training.tokens * ctx.job.training.data_bytes_per_token / static_cast<double>(nodes);
-  if (const StorageSpec* s = ReadableStore(ctx.catalog, su.inst.provider)) in.store_read_bytes_per_s_per_node = *s->read_bytes_per_s;
-  return EstimateStartup(in, ctx.cal);
+  Job j = ctx.job;
+  j.training.precision = v.precision;
+  std::optional<double> read;
+  if (const StorageSpec* s = ReadableStore(ctx.catalog, su.inst.provider)) read = s->read_bytes_per_s;
+  return EstimateStartup(StartupInputsFor(j, nodes, read), ctx.cal);
 }
 }  // namespace
 

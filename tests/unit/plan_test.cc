@@ -215,7 +215,9 @@ TEST(Plan, CheckpointTargetIsChosenNotAssumed) {
     const WallClock other = ComputeWallClock(w);
     if (!t.usd_per_hour) continue;  // an unknown capacity price is not "as cheap"
     const double other_usd_h = *t.usd_per_hour, chosen_usd_h = p.storage.target->usd_per_hour.value_or(0);
-    if (other_usd_h <= chosen_usd_h) EXPECT_GE(other.time_s, p.time_s * (1 - 1e-9)) << t.id << " is as cheap and faster";
+    if (other_usd_h <= chosen_usd_h) {
+      EXPECT_GE(other.time_s, p.time_s * (1 - 1e-9)) << t.id << " is as cheap and faster";
+    }
   }
   EXPECT_TRUE(differ) << "the targets' write times do not depend on the target";
 }

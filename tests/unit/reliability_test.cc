@@ -99,7 +99,9 @@ TEST(CheckpointTargets, WriteTimeFollowsSizeAndTarget) {
   // Same target id, ten times the bytes: ten times the stall.
   for (const auto& s : small)
     for (const auto& b : big)
-      if (s.id == b.id && s.provisioned_bytes == b.provisioned_bytes && s.kind == b.kind) EXPECT_NEAR(b.stall_s, 10 * s.stall_s, 1e-6 * b.stall_s);
+      if (s.id == b.id && s.provisioned_bytes == b.provisioned_bytes && s.kind == b.kind) {
+        EXPECT_NEAR(b.stall_s, 10 * s.stall_s, 1e-6 * b.stall_s);
+      }
 }
 
 TEST(CheckpointTargets, ObjectStoreScalesWithWritingNodes) {

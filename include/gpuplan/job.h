@@ -13,9 +13,29 @@
 
 namespace gpuplan {
 
-enum class Method { kPretrain, kFull, kLora, kQlora };
+enum class Method { kPretrain, kFull, kLora, kQlora, kDora };
 enum class Precision { kFp32, kFp16, kBf16, kFp8 };
-enum class Optimizer { kAdamW, kAdamW8bit, kSgd };
+enum class Optimizer { kAdamW, kAdamW8bit, kPagedAdamW8bit, kAdafactor, kSgd };
+// The training framework: what differs between them (fused kernels, overlap, loss, per-step
+// overheads) is data (data/frameworks.csv), keyed by this name (docs/model/frameworks.md).
+enum class Framework { kGeneric, kMegatron, kNemo, kTorchtitan, kTorchtune, kFsdp, kDeepspeed, kLlmFoundry, kHfTrainer, kUnsloth };
+// fp32: mixed precision with an fp32 master copy; none: parameters and optimizer states in the
+// compute dtype (torchtune's single-device bf16 recipes).
+enum class MasterWeights { kFp32, kNone };
+// Cross-entropy: standard materializes fp32 logits for the whole micro-batch; chunked computes
+// them a chunk at a time (torchtune, Liger); fused never materializes them (Liger/Unsloth/
+// torch.compile fusion). kAuto: the framework's default (data/frameworks.csv).
+enum class LossKind { kAuto, kStandard, kChunked, kFused };
+// The frozen base of a QLoRA run: bitsandbytes NF4 (default), GPTQ/AWQ 4-bit, or int8.
+enum class BaseQuant { kNf4, kGptq, kAwq, kInt8 };
+// FP8 scaling recipe (Transformer Engine / torchao).
+enum class Fp8Recipe { kTensorwise, kDelayed, kRowwise, kMxfp8 };
+// How samples shorter than seq_len fill a micro-batch: packed into full sequences, padded to
+// seq_len, or padded to the longest sample of the micro-batch (HF's dynamic padding).
+enum class Padding { kPacked, kPadToMax, kPadToLongest };
+
+// LoRA-family methods: the base is frozen and only adapters train.
+inline bool IsAdapterMethod(Method m) { return m == Method::kLora || m == Method::kQlora || m == Method::kDora; }
 enum class Recompute { kNone, kSelective, kFull };
 enum class Offload { kNone, kOptimizer, kOptimizerParams };
 
@@ -42,6 +62,15 @@ struct TrainingSpec {
   double checkpoint_interval_min = 60;    // Default: 60 minutes between checkpoints.
   bool checkpoint_async = false;          // Default: false (training waits for the write).
   bool checkpoint_full_state = true;      // Default: true (weights + optimizer, resumable).
+  Framework framework = Framework::kGeneric;  // Default: generic (no framework-specific mechanisms).
+  bool compile = false;                   // Default: false (eager; true = torch.compile).
+  MasterWeights master_weights = MasterWeights::kFp32;  // Default: fp32 master copy (mixed precision).
+  bool optimizer_in_backward = false;     // Default: false (true: each parameter's step runs in backward).
+  bool activation_offload = false;        // Default: false (true: saved activations go to host memory).
+  LossKind loss = LossKind::kAuto;        // Default: the framework's cross-entropy.
+  BaseQuant quant = BaseQuant::kNf4;      // Default: NF4 (QLoRA only).
+  Fp8Recipe fp8_recipe = Fp8Recipe::kTensorwise;  // Default: tensorwise scaling (fp8 only).
+  Padding padding = Padding::kPacked;     // Default: packed (every micro-batch is seq_len tokens).
 };
 
 struct ParallelSpec {
@@ -125,6 +154,16 @@ Status CheckCatalogIds(const Job& job, const Catalog& catalog);
 int64_t GradAccumSteps(const Job& job);
 
 std::string ToString(Method m);
+std::string ToString(Framework f);
+std::string ToString(MasterWeights m);
+std::string ToString(LossKind l);
+std::string ToString(BaseQuant q);
+std::string ToString(Fp8Recipe r);
+std::string ToString(Padding p);
+// "megatron" -> Framework::kMegatron; nullopt when unknown.
+std::optional<Framework> ParseFramework(const std::string& name);
+// Every framework name, in the enum's order (for help and reports).
+const std::vector<std::string>& FrameworkNames();
 std::string ToString(Precision p);
 std::string ToString(Optimizer o);
 std::string ToString(Recompute r);

@@ -248,8 +248,8 @@ const std::vector<KeyEntry>& Entries() {
     add("model.dense_layers", "dense-layers", "leading dense layers in a MoE model", Int([](Job& j) -> int64_t& { return j.arch.dense_layers; }, 0, kMaxDim));
     add("model.dropout", "dropout", "dropout layers present (default false)", Bool([](Job& j) -> bool& { return j.arch.dropout; }));
     // training
-    add("training.method", "method", "pretrain|full|lora|qlora (default full)", [](Job& j, const std::string& s, const Location& w) -> Status {
-      auto v = ParseEnum<Method>(s, w, {{"pretrain", Method::kPretrain}, {"full", Method::kFull}, {"lora", Method::kLora}, {"qlora", Method::kQlora}});
+    add("training.method", "method", "pretrain|full|lora|qlora|dora (default full)", [](Job& j, const std::string& s, const Location& w) -> Status {
+      auto v = ParseEnum<Method>(s, w, {{"pretrain", Method::kPretrain}, {"full", Method::kFull}, {"lora", Method::kLora}, {"qlora", Method::kQlora}, {"dora", Method::kDora}});
       if (!v.ok()) return v.status();
       j.training.method = *v;
       return Status::Ok();
@@ -267,8 +267,8 @@ const std::vector<KeyEntry>& Entries() {
       j.training.precision = *v;
       return Status::Ok();
     });
-    add("training.optimizer", "optimizer", "adamw|adamw-8bit|sgd (default adamw)", [](Job& j, const std::string& s, const Location& w) -> Status {
-      auto v = ParseEnum<Optimizer>(s, w, {{"adamw", Optimizer::kAdamW}, {"adamw-8bit", Optimizer::kAdamW8bit}, {"sgd", Optimizer::kSgd}});
+    add("training.optimizer", "optimizer", "adamw|adamw-8bit|paged-adamw-8bit|adafactor|sgd (default adamw)", [](Job& j, const std::string& s, const Location& w) -> Status {
+      auto v = ParseEnum<Optimizer>(s, w, {{"adamw", Optimizer::kAdamW}, {"adamw-8bit", Optimizer::kAdamW8bit}, {"paged-adamw-8bit", Optimizer::kPagedAdamW8bit}, {"adafactor", Optimizer::kAdafactor}, {"sgd", Optimizer::kSgd}});
       if (!v.ok()) return v.status();
       j.training.optimizer = *v;
       return Status::Ok();
@@ -300,6 +300,49 @@ const std::vector<KeyEntry>& Entries() {
     add("training.checkpoint_interval_min", "checkpoint-interval-min", "minutes between checkpoints (default 60)", Real([](Job& j) -> double& { return j.training.checkpoint_interval_min; }, [](double v) { return !(v <= 0 || v > 1e6); }, "must be in (0, 1e6] minutes"));
     add("training.checkpoint_async", "checkpoint-async", "write checkpoints in the background (default false)", Bool([](Job& j) -> bool& { return j.training.checkpoint_async; }));
     add("training.checkpoint_full_state", "checkpoint-full-state", "checkpoints include optimizer state (default true)", Bool([](Job& j) -> bool& { return j.training.checkpoint_full_state; }));
+    add("training.framework", "framework", "megatron|nemo|torchtitan|torchtune|fsdp|deepspeed|llm-foundry|hf-trainer|unsloth|generic (default generic)", [](Job& j, const std::string& s, const Location& w) -> Status {
+      auto v = ParseFramework(s);
+      if (!v) {
+        std::string all;
+        for (const auto& n : FrameworkNames()) all += (all.empty() ? "" : "|") + n;
+        return Bad(w, "unknown framework '" + s + "' (expected " + all + ")");
+      }
+      j.training.framework = *v;
+      return Status::Ok();
+    });
+    add("training.compile", "compile", "torch.compile on the model (default false)", Bool([](Job& j) -> bool& { return j.training.compile; }));
+    add("training.master_weights", "master-weights", "fp32|none: none keeps parameters and optimizer states in the compute dtype (default fp32)", [](Job& j, const std::string& s, const Location& w) -> Status {
+      auto v = ParseEnum<MasterWeights>(s, w, {{"fp32", MasterWeights::kFp32}, {"none", MasterWeights::kNone}});
+      if (!v.ok()) return v.status();
+      j.training.master_weights = *v;
+      return Status::Ok();
+    });
+    add("training.optimizer_in_backward", "optimizer-in-backward", "each parameter's optimizer step runs in backward, gradients never all held (default false)", Bool([](Job& j) -> bool& { return j.training.optimizer_in_backward; }));
+    add("training.activation_offload", "activation-offload", "saved activations offloaded to host memory (default false)", Bool([](Job& j) -> bool& { return j.training.activation_offload; }));
+    add("training.loss", "loss", "standard|chunked|fused cross-entropy (default: the framework's)", [](Job& j, const std::string& s, const Location& w) -> Status {
+      auto v = ParseEnum<LossKind>(s, w, {{"standard", LossKind::kStandard}, {"chunked", LossKind::kChunked}, {"fused", LossKind::kFused}});
+      if (!v.ok()) return v.status();
+      j.training.loss = *v;
+      return Status::Ok();
+    });
+    add("training.quant", "quant", "QLoRA base quantization nf4|gptq|awq|int8 (default nf4)", [](Job& j, const std::string& s, const Location& w) -> Status {
+      auto v = ParseEnum<BaseQuant>(s, w, {{"nf4", BaseQuant::kNf4}, {"gptq", BaseQuant::kGptq}, {"awq", BaseQuant::kAwq}, {"int8", BaseQuant::kInt8}});
+      if (!v.ok()) return v.status();
+      j.training.quant = *v;
+      return Status::Ok();
+    });
+    add("training.fp8_recipe", "fp8-recipe", "tensorwise|delayed|rowwise|mxfp8 FP8 scaling (default tensorwise)", [](Job& j, const std::string& s, const Location& w) -> Status {
+      auto v = ParseEnum<Fp8Recipe>(s, w, {{"tensorwise", Fp8Recipe::kTensorwise}, {"delayed", Fp8Recipe::kDelayed}, {"rowwise", Fp8Recipe::kRowwise}, {"mxfp8", Fp8Recipe::kMxfp8}});
+      if (!v.ok()) return v.status();
+      j.training.fp8_recipe = *v;
+      return Status::Ok();
+    });
+    add("training.padding", "padding", "packed|max_length|longest: how samples shorter than seq_len fill a micro-batch (default packed)", [](Job& j, const std::string& s, const Location& w) -> Status {
+      auto v = ParseEnum<Padding>(s, w, {{"packed", Padding::kPacked}, {"max_length", Padding::kPadToMax}, {"longest", Padding::kPadToLongest}});
+      if (!v.ok()) return v.status();
+      j.training.padding = *v;
+      return Status::Ok();
+    });
     // parallel
     add("parallel.tp", "tp", "tensor-parallel size (default 1)", Int([](Job& j) -> int64_t& { return j.parallel.tp; }, 1, 1024));
     add("parallel.pp", "pp", "pipeline stages (default 1)", Int([](Job& j) -> int64_t& { return j.parallel.pp; }, 1, 1024));
@@ -729,13 +772,25 @@ Status FinalizeJob(Job& job) {
   if (t.global_batch == 0) t.global_batch = t.micro_batch * p.dp;
   if (t.global_batch % (t.micro_batch * p.dp) != 0)
     return Bad(loc("training.global_batch"), "global_batch=" + std::to_string(t.global_batch) + " is not a multiple of micro_batch*dp=" + std::to_string(t.micro_batch * p.dp));
-  if ((t.method == Method::kLora || t.method == Method::kQlora) && a.params_override > 0)
+  if (IsAdapterMethod(t.method) && a.params_override > 0)
     return Bad(loc("training.method"), "LoRA needs the model's shape, not a raw parameter count");
-  if ((t.method == Method::kLora || t.method == Method::kQlora) && CountLoraParams(a, t.lora) > kMaxParamCount)
+  if (IsAdapterMethod(t.method) && CountLoraParams(a, t.lora) > kMaxParamCount)
     return Bad(loc("training.lora.rank"), "rank " + std::to_string(t.lora.rank) +
                                               " gives more adapter parameters than the 1e15 limit; use a rank below the model's widths");
   if (t.precision == Precision::kFp32 && t.method == Method::kQlora)
     return Bad(loc("training.precision"), "QLoRA computes in bf16/fp16; fp32 is not a QLoRA setting");
+  if (job.IsSet("training.quant") && t.method != Method::kQlora)
+    return Bad(loc("training.quant"), "a quantized base is QLoRA's; set training.method: qlora (method is " + ToString(t.method) + ")");
+  if (job.IsSet("training.fp8_recipe") && t.precision != Precision::kFp8)
+    return Bad(loc("training.fp8_recipe"), "an FP8 recipe needs training.precision: fp8 (precision is " + ToString(t.precision) + ")");
+  if (t.master_weights == MasterWeights::kNone && t.precision == Precision::kFp32)
+    return Bad(loc("training.master_weights"), "master_weights: none means 16-bit parameters; with precision fp32 there is no master copy to drop");
+  if (t.optimizer_in_backward && GradAccumSteps(job) > 1)
+    return Bad(loc("training.optimizer_in_backward"),
+               "the optimizer step in backward cannot accumulate gradients: global_batch=" + std::to_string(t.global_batch) +
+                   " needs " + std::to_string(GradAccumSteps(job)) + " micro-steps (make global_batch = micro_batch x dp)");
+  if (t.optimizer_in_backward && p.offload != Offload::kNone)
+    return Bad(loc("training.optimizer_in_backward"), "the optimizer step in backward runs on the GPU; it does not combine with parallel.offload=" + ToString(p.offload));
   return Status::Ok();
 }
 
@@ -765,8 +820,57 @@ std::string ToString(Method m) {
     case Method::kFull: return "full";
     case Method::kLora: return "lora";
     case Method::kQlora: return "qlora";
+    case Method::kDora: return "dora";
   }
   return "full";
+}
+const std::vector<std::string>& FrameworkNames() {
+  static const std::vector<std::string> names = {"generic", "megatron", "nemo", "torchtitan", "torchtune",
+                                                 "fsdp", "deepspeed", "llm-foundry", "hf-trainer", "unsloth"};
+  return names;
+}
+std::string ToString(Framework f) { return FrameworkNames()[static_cast<size_t>(f)]; }
+std::optional<Framework> ParseFramework(const std::string& name) {
+  const auto& n = FrameworkNames();
+  for (size_t i = 0; i < n.size(); ++i)
+    if (n[i] == name) return static_cast<Framework>(i);
+  return std::nullopt;
+}
+std::string ToString(MasterWeights m) { return m == MasterWeights::kNone ? "none" : "fp32"; }
+std::string ToString(LossKind l) {
+  switch (l) {
+    case LossKind::kAuto: return "auto";
+    case LossKind::kStandard: return "standard";
+    case LossKind::kChunked: return "chunked";
+    case LossKind::kFused: return "fused";
+  }
+  return "auto";
+}
+std::string ToString(BaseQuant q) {
+  switch (q) {
+    case BaseQuant::kNf4: return "nf4";
+    case BaseQuant::kGptq: return "gptq";
+    case BaseQuant::kAwq: return "awq";
+    case BaseQuant::kInt8: return "int8";
+  }
+  return "nf4";
+}
+std::string ToString(Fp8Recipe r) {
+  switch (r) {
+    case Fp8Recipe::kTensorwise: return "tensorwise";
+    case Fp8Recipe::kDelayed: return "delayed";
+    case Fp8Recipe::kRowwise: return "rowwise";
+    case Fp8Recipe::kMxfp8: return "mxfp8";
+  }
+  return "tensorwise";
+}
+std::string ToString(Padding p) {
+  switch (p) {
+    case Padding::kPacked: return "packed";
+    case Padding::kPadToMax: return "max_length";
+    case Padding::kPadToLongest: return "longest";
+  }
+  return "packed";
 }
 std::string ToString(Precision p) {
   switch (p) {
@@ -781,6 +885,8 @@ std::string ToString(Optimizer o) {
   switch (o) {
     case Optimizer::kAdamW: return "adamw";
     case Optimizer::kAdamW8bit: return "adamw-8bit";
+    case Optimizer::kPagedAdamW8bit: return "paged-adamw-8bit";
+    case Optimizer::kAdafactor: return "adafactor";
     case Optimizer::kSgd: return "sgd";
   }
   return "adamw";

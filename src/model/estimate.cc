@@ -257,7 +257,7 @@ StepEstimate EstimateStep(const Job& job, const HardwareContext& hw) {
 
   // C§4 backward: input gradients (1x forward) and weight gradients (1x) per linear; a frozen
   // LoRA/QLoRA base computes no weight gradients (the adapters' rank-r GEMMs are negligible).
-  const bool frozen_base = tr.method == Method::kLora || tr.method == Method::kQlora;
+  const bool frozen_base = IsAdapterMethod(tr.method);
   const double bwd_lin = frozen_base ? 1.0 : 2.0;
   double t_layer_fwd = t_lin_fwd + t_attn_fwd + t_elem_fwd;
   double t_layer_bwd = bwd_lin * t_lin_fwd + attn_bwd_factor * t_attn_fwd + 2 * t_elem_fwd;
@@ -339,7 +339,7 @@ StepEstimate EstimateStep(const Job& job, const HardwareContext& hw) {
   // ---- N§4 data parallel / ZeRO / FSDP over dp x cp.
   const int64_t dpn = par.dp * par.cp;
   const ParamCounts pc = CountParams(a);
-  const bool lora = tr.method == Method::kLora || tr.method == Method::kQlora;
+  const bool lora = IsAdapterMethod(tr.method);
   const double params_local = static_cast<double>(pc.total) / (t * par.pp);
   const double trainable_local = lora ? static_cast<double>(CountLoraParams(a, tr.lora)) / (t * par.pp) : params_local;
   const double gbytes = GradBytesPerParam(job), wbytes = WeightBytesPerParam(job);

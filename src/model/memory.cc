@@ -16,7 +16,7 @@ std::string Fmt(const char* format, double a, double b = 0, double c = 0, double
 }
 
 bool IsLora(const Job& j) {
-  return j.training.method == Method::kLora || j.training.method == Method::kQlora;
+  return IsAdapterMethod(j.training.method);
 }
 
 // §2.4 QLoRA: NF4 (4 bits) + double-quantized constants: 8-bit absmax per 64 weights and an
@@ -94,6 +94,10 @@ double OptimizerBytesPerParam(const Job& j) {
   switch (j.training.optimizer) {
     case Optimizer::kAdamW: return master + 8;      // m, v in fp32
     case Optimizer::kAdamW8bit: return master + 2;  // m, v in 8 bits (bitsandbytes, blockwise)
+    case Optimizer::kPagedAdamW8bit: return master + 2;  // same states, in pageable unified memory
+    // Adafactor (Shazeer & Stern 2018 §3, HF default beta1=None): no first moment, the second
+    // moment factored into a row and a column vector per matrix: O(rows + cols), ~0 per param.
+    case Optimizer::kAdafactor: return master;
     case Optimizer::kSgd: return master + 4;        // momentum in fp32
   }
   return master + 8;
@@ -153,7 +157,7 @@ LayerActivation LayerActivationBytes(const Job& job, bool moe_layer) {
   }
   // §3.3 LoRA adapters: the rank-r intermediate of every adapted projection.
   double lora = 0;
-  if (job.training.method == Method::kLora || job.training.method == Method::kQlora) {
+  if (IsAdapterMethod(job.training.method)) {
     int targets = 0;
     for (const auto& name : {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}) {
       for (const auto& tgt : job.training.lora.targets)

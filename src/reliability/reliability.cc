@@ -210,7 +210,7 @@ WallClock ComputeWallClock(const WallClockInputs& in) {
 
 CheckpointSizes SizeCheckpoints(const Job& j) {
   CheckpointSizes s;
-  const bool lora = j.training.method == Method::kLora || j.training.method == Method::kQlora;
+  const bool lora = IsAdapterMethod(j.training.method);
   const double params = lora ? static_cast<double>(CountLoraParams(j.arch, j.training.lora)) : static_cast<double>(CountParams(j.arch).total);
   // io.md §2's per-parameter bytes: weights + optimizer state (an adapter with its AdamW state: 16 B),
   // whatever checkpoint_full_state says (the step's checkpoint_bytes follows it).

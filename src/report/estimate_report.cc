@@ -127,7 +127,7 @@ std::string EstimateToText(const EstimateReport& r, bool md) {
   std::vector<std::vector<std::string>> m = {
       {"tokens/s per GPU", F("%.0f", e.tokens_per_s_per_gpu)},
       {"tokens/s total", F("%.0f", e.tokens_per_s)},
-      {j.training.method == Method::kLora || j.training.method == Method::kQlora ? "MFU (4N + 12·L·h·s, frozen base)"
+      {IsAdapterMethod(j.training.method) ? "MFU (4N + 12·L·h·s, frozen base)"
                                                                                   : "MFU (6N + 12·L·h·s)",
        F("%.1f%%", 100 * e.mfu)},
       {"HFU (with recompute)", F("%.1f%%", 100 * e.hfu)},

@@ -101,7 +101,7 @@ nlohmann::json JobToJson(const Job& job) {
                              {"precision", ToString(t.precision)},
                              {"optimizer", ToString(t.optimizer)}, {"recompute", ToString(t.recompute)},
                              {"flash_attention", t.flash_attention}, {"fp32_grads", t.fp32_grads}};
-  if (t.method == Method::kLora || t.method == Method::kQlora)
+  if (IsAdapterMethod(t.method))
     training["lora"] = {{"rank", t.lora.rank}, {"alpha", t.lora.alpha}, {"targets", t.lora.targets}};
   const ParallelSpec& p = job.parallel;
   nlohmann::json parallel = {{"tp", p.tp}, {"pp", p.pp}, {"dp", p.dp}, {"cp", p.cp}, {"vpp", p.vpp},

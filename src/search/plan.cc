@@ -186,7 +186,7 @@ Result<PlanResult> PlanJob(const Job& job_in, const Catalog& catalog, const Cali
     out.memory_headroom_source = "the memory model's p90 error, calibration memory_model_error_margin";
   }
   out.memory_headroom = ctx.headroom;
-  const bool lora = job.training.method == Method::kLora || job.training.method == Method::kQlora;
+  const bool lora = IsAdapterMethod(job.training.method);
   ctx.mflops = ModelFlopsPerToken(job.arch, job.training.seq_len, lora);
 
   Rejects rejects;

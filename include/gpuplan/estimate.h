@@ -77,6 +77,9 @@ struct StepEstimate {
   double tokens_per_step = 0;
   double tokens_per_s = 0;
   double tokens_per_s_per_gpu = 0;
+  // Non-padding tokens per second per GPU: below tokens_per_s_per_gpu when samples shorter than
+  // seq_len are padded (training.padding max_length / longest), equal when packed.
+  double useful_tokens_per_s_per_gpu = 0;
   double model_flops_per_token = 0;     // 6N + 12·L·h·s (llm-foundry convention)
   double hardware_flops_per_step = 0;   // all GPUs, as executed (recompute, causal attention halved)
   double recompute_flops_per_step = 0;  // all GPUs

@@ -26,6 +26,11 @@ struct MemoryBreakdown {
   double buffers_bytes = 0;
   double overhead_bytes = 0;
   double total_bytes = 0;
+  // What PyTorch reports: peak allocated (torch.cuda.max_memory_allocated: live tensors) and peak
+  // reserved (max_memory_reserved: allocated + the caching allocator's cached blocks). total_bytes
+  // is what the GPU must hold (reserved + CUDA context + NCCL buffers, as nvidia-smi shows).
+  double allocated_bytes = 0;
+  double reserved_bytes = 0;
   double host_bytes = 0;          // CPU memory needed by offload (per GPU)
   double params_on_gpu = 0;       // parameters held by this GPU's model-parallel shard (before ZeRO)
   int64_t total_params = 0;

@@ -25,6 +25,15 @@ struct MeasuredRow {
   bool compiled = false;     // torch.compile in the notes
   bool fsdp_pure_bf16 = false;  // FSDP mixed_precision=PURE (bf16 grads/reduce)
   bool dp_overlap = true;    // gradient reduce overlapped with backward
+  // Issue 9 row facts read from the notes (docs/validation.md says how):
+  std::string framework_text;   // the notes' framework=..., or the source's repository
+  std::string seq_len_kind = "fixed";  // fixed | max_cap (seq_len is a cap) | variable (no cap)
+  double mean_tokens_per_sample = 0;   // non-padding tokens per sample, 0 = not stated
+  double samples_per_epoch = 0;        // epoch_time_s rows: samples in one epoch, 0 = not stated
+  // Memory rows: which statistic the source measured, and bytes per unit of measured_value.
+  enum class MemoryStat { kUnknown, kReserved, kAllocated, kDeviceTotal };
+  MemoryStat memory_stat = MemoryStat::kUnknown;
+  double unit_bytes = 0;               // 1e9 for GB, 2^30 for GiB, 1e6 for MB, 2^20 for MiB
 };
 
 // Reads every row; rows that cannot be modelled come back with usable=false and the reason.

@@ -66,6 +66,10 @@ constexpr KeyRule kRules[] = {
     {"cp_comm_overlap", {0, 1}},
     {"pp_comm_overlap", {0, 1}},
     {"optimizer_bytes_per_param", {0, 1e4}},
+    // issue 9, throughput keys (data/efficiency.csv)
+    // issue 9, memory keys (data/calibration.csv)
+    // data/frameworks.csv: framework.<name>.<mechanism>, each mechanism's own rule
+    // (framework-specific keys, docs/model/frameworks.md)
 };
 
 // The rule of a key: an exact entry, else its family (with a non-empty member name), else nullptr.
@@ -93,7 +97,7 @@ std::string UnknownKey(const std::string& key, const std::map<std::string, doubl
     }
   std::string why = "unknown calibration key '" + key + "'";
   if (!best.empty() && best_d <= std::max<size_t>(3, key.size() / 3)) why += " (did you mean '" + best + "'?)";
-  return why + "; gpuplan reads only the keys of data/calibration.csv and data/efficiency.csv";
+  return why + "; gpuplan reads only the keys of data/calibration.csv, data/efficiency.csv and data/frameworks.csv";
 }
 
 std::string WithoutDigits(const std::string& s) {
@@ -154,7 +158,7 @@ Status LoadInto(const CsvTable& t, std::map<std::string, double>& out, const std
 
 Result<Calibration> Calibration::Load(const std::string& override_file) {
   Calibration c;
-  for (const char* name : {"calibration.csv", "efficiency.csv"}) {
+  for (const char* name : {"calibration.csv", "efficiency.csv", "frameworks.csv"}) {
     std::string_view text = EmbeddedData(name);
     if (text.empty()) continue;
     auto t = ParseCsv(std::string(text), std::string("data/") + name);

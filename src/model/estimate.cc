@@ -2,6 +2,7 @@
 // checkpoint stalls. Section numbers refer to docs/model/compute.md (C§), communication.md (N§),
 // pipeline.md (P§) and io.md (I§).
 #include "gpuplan/estimate.h"
+#include "gpuplan/finetune.h"
 #include "gpuplan/job_keys.h"
 
 #include <algorithm>
@@ -209,7 +210,9 @@ StepEstimate EstimateStep(const Job& job, const HardwareContext& hw) {
   const double peak16 = tr.precision == Precision::kFp32 ? peak_mm
                         : hw.gpu.PeakFlops(Precision::kBf16).value_or(peak_mm);
   e.peak_flops = peak_mm;
-  const double s = static_cast<double>(tr.seq_len);
+  // The length a micro-batch is computed at: seq_len unless samples are padded only to the
+  // longest of their micro-batch (docs/model/finetune.md).
+  const double s = ComputeSeqLen(tr);
   const double T = static_cast<double>(tr.micro_batch) * s / par.cp;  // tokens per micro-batch per GPU
   const double ab = ActivationBytesPerElement(tr.precision);
   const int64_t layers = (a.layers + par.pp - 1) / par.pp;
@@ -259,8 +262,11 @@ StepEstimate EstimateStep(const Job& job, const HardwareContext& hw) {
   // LoRA/QLoRA base computes no weight gradients (the adapters' rank-r GEMMs are negligible).
   const bool frozen_base = IsAdapterMethod(tr.method);
   const double bwd_lin = frozen_base ? 1.0 : 2.0;
-  double t_layer_fwd = t_lin_fwd + t_attn_fwd + t_elem_fwd;
-  double t_layer_bwd = bwd_lin * t_lin_fwd + attn_bwd_factor * t_attn_fwd + 2 * t_elem_fwd;
+  // LoRA-family adapters and a quantized base's dequantization, per layer and pass (finetune.md).
+  const AdapterCost adapter = AdapterLayerCost(job, hw, T);
+  const double t_dequant = DequantLayerTime(job, hw);
+  double t_layer_fwd = t_lin_fwd + t_attn_fwd + t_elem_fwd + adapter.fwd_s + t_dequant;
+  double t_layer_bwd = bwd_lin * t_lin_fwd + attn_bwd_factor * t_attn_fwd + 2 * t_elem_fwd + adapter.bwd_s + t_dequant;
   double t_recompute = 0, flops_recompute = 0;
   switch (tr.recompute) {
     case Recompute::kNone: break;
@@ -285,7 +291,8 @@ StepEstimate EstimateStep(const Job& job, const HardwareContext& hw) {
   // Every GPU runs its stage's layers; only the last stage's GPUs run the output layer.
   const double num_gpus = static_cast<double>(job.cluster.num_gpus);
   e.hardware_flops_per_step =
-      m * (L * ((1 + bwd_lin) * flops_lin_fwd + (1 + attn_bwd_factor) * flops_attn_fwd + flops_recompute) * num_gpus +
+      m * (L * ((1 + bwd_lin) * flops_lin_fwd + (1 + attn_bwd_factor) * flops_attn_fwd + flops_recompute +
+                adapter.fwd_flops + adapter.bwd_flops) * num_gpus +
            3 * flops_logits_fwd * num_gpus / par.pp);
 
   StepBreakdown& b = e.breakdown;
@@ -418,6 +425,7 @@ StepEstimate EstimateStep(const Job& job, const HardwareContext& hw) {
   const double gpus = static_cast<double>(job.cluster.num_gpus);
   e.tokens_per_s = e.tokens_per_step / e.step_time_s;
   e.tokens_per_s_per_gpu = e.tokens_per_s / gpus;
+  e.useful_tokens_per_s_per_gpu = e.tokens_per_s_per_gpu * UsefulTokensPerSequence(tr) / s;
   e.model_flops_per_token = ModelFlopsPerToken(a, tr.seq_len, lora);
   e.mfu = e.tokens_per_s_per_gpu * e.model_flops_per_token / peak_mm;
   // HFU: the model FLOPs plus what recompute executes again (Korthikanti et al. 2022 §5).

@@ -360,6 +360,8 @@ MemoryBreakdown EstimateMemoryForStage(const Job& job, int stage, const Calibrat
   ADD("overhead", "NCCL communicator buffers", nccl, "calibration nccl_buffers_bytes");
   ADD("overhead", "caching-allocator headroom", frag, Fmt("%.2f x allocated", cal.Get("allocator_fragmentation")));
   m.total_bytes = allocated + m.overhead_bytes;
+  m.allocated_bytes = allocated;
+  m.reserved_bytes = allocated + frag;
   return m;
 #undef ADD
 }

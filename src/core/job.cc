@@ -693,8 +693,10 @@ Status ApplyDatasetSize(Job& job) {
     return Bad(loc("training.samples"), "give training.tokens (" + where("training.tokens") +
                                             ") or training.samples (" + where("training.samples") + "), not both");
   if (t.samples <= 0) {
+    // With padding, tokens_per_sample alone is the mean sample length the step pads around.
     for (const char* k : {"training.epochs", "training.tokens_per_sample"})
-      if (job.IsSet(k)) return Bad(loc(k), "needs training.samples (tokens = samples x epochs x tokens_per_sample)");
+      if (job.IsSet(k) && !(t.padding != Padding::kPacked && std::string(k) == "training.tokens_per_sample"))
+        return Bad(loc(k), "needs training.samples (tokens = samples x epochs x tokens_per_sample)");
     return Status::Ok();
   }
   const double epochs = t.epochs > 0 ? t.epochs : 1.0;
@@ -779,6 +781,9 @@ Status FinalizeJob(Job& job) {
                                               " gives more adapter parameters than the 1e15 limit; use a rank below the model's widths");
   if (t.precision == Precision::kFp32 && t.method == Method::kQlora)
     return Bad(loc("training.precision"), "QLoRA computes in bf16/fp16; fp32 is not a QLoRA setting");
+  if (t.padding != Padding::kPacked && t.tokens_per_sample > t.seq_len)
+    return Bad(loc("training.tokens_per_sample"), "a padded sample holds at most seq_len=" + std::to_string(t.seq_len) +
+                                                      " tokens (longer samples are truncated); got " + std::to_string(t.tokens_per_sample));
   if (job.IsSet("training.quant") && t.method != Method::kQlora)
     return Bad(loc("training.quant"), "a quantized base is QLoRA's; set training.method: qlora (method is " + ToString(t.method) + ")");
   if (job.IsSet("training.fp8_recipe") && t.precision != Precision::kFp8)

@@ -11,7 +11,7 @@ namespace {
 using testing_util::MakeJob;
 
 TEST(Finetune, PaddingToMaxTrainsOnlyTheSampleTokens) {
-  Job packed = MakeJob("model: {preset: llama-2-7b}\ntraining: {method: lora, seq_len: 1024, tokens_per_sample: 256}\n");
+  Job packed = MakeJob("model: {preset: llama-2-7b}\ntraining: {method: lora, seq_len: 1024, samples: 1000, tokens_per_sample: 256}\n");
   Job padded = MakeJob("model: {preset: llama-2-7b}\ntraining: {method: lora, seq_len: 1024, tokens_per_sample: 256, padding: max_length}\n");
   EXPECT_EQ(UsefulTokensPerSequence(packed.training), 1024);
   EXPECT_EQ(UsefulTokensPerSequence(padded.training), 256);

@@ -36,6 +36,9 @@ struct HardwareContext {
   bool intra_default = false, inter_default = false;  // chosen by gpuplan, not the user
   std::optional<StorageSpec> storage;
   EfficiencyConstants k;
+  // Non-empty when a constant used for this GPU is not measured for it (borrowed from another
+  // family or an assumption): every output that uses the estimate prints it.
+  std::string efficiency_note;
   Calibration cal;
 };
 

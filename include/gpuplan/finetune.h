@@ -25,4 +25,14 @@ double ComputeSeqLen(const TrainingSpec& t);
 // Non-padding tokens per sequence slot (what a user counts as trained tokens).
 double UsefulTokensPerSequence(const TrainingSpec& t);
 
+// C§5 the optimizer step over `params` local trainable parameters (after ZeRO sharding): on the
+// GPU a memory-bound pass; with parallel.offload gradients down and weights up over PCIe and
+// CPU-Adam on the host's vCPUs. grad_bytes / weight_bytes per parameter.
+double OptimizerStepTime(const Job& job, const HardwareContext& hw, double params, double grad_bytes,
+                         double weight_bytes);
+
+// Exposed seconds per micro-batch of moving saved activations to host memory and back
+// (training.activation_offload) for `layers` layers on this GPU; 0 when off.
+double ActivationOffloadTime(const Job& job, const HardwareContext& hw, double layers);
+
 }  // namespace gpuplan

@@ -285,7 +285,8 @@ StepEstimate EstimateStep(const Job& job, const HardwareContext& hw) {
       break;
   }
   const double t_mb_compute =
-      (L * (t_layer_fwd + t_layer_bwd + t_recompute) + 3 * t_logits_fwd) * k.framework_overhead;
+      (L * (t_layer_fwd + t_layer_bwd + t_recompute) + 3 * t_logits_fwd) * k.framework_overhead +
+      ActivationOffloadTime(job, hw, L);
   const double t_mb_fwd = (L * t_layer_fwd + t_logits_fwd) * k.framework_overhead;
   const double t_mb_bwd = t_mb_compute - t_mb_fwd;
   // Every GPU runs its stage's layers; only the last stage's GPUs run the output layer.
@@ -390,16 +391,7 @@ StepEstimate EstimateStep(const Job& job, const HardwareContext& hw) {
   if (par.pp > 1) b.bubble_s = static_cast<double>(par.pp - 1) / par.vpp * t_mb_compute;
   // ---- C§5 optimizer step: memory-bound pass over the local (sharded) trainable parameters.
   const double opt_params = trainable_local / (par.zero >= 1 ? static_cast<double>(dpn) : 1.0);
-  if (par.offload == Offload::kNone) {
-    b.optimizer_s = opt_params * k.optimizer_bytes_per_param / (*hw.gpu.mem_bw_bytes_per_s * k.hbm_eff);
-  } else {
-    // C§5 offload: gradients down and weights up over PCIe, then CPU-Adam on the host's vCPUs
-    // (memory-bandwidth bound, cpu_adam_params_per_s_per_vcpu); unknown vCPUs -> the host minimum.
-    const double vcpus = job.cluster.cpu_cores_per_gpu > 0 ? static_cast<double>(job.cluster.cpu_cores_per_gpu)
-                                                           : hw.cal.Get("host_vcpus_per_gpu_min");
-    b.optimizer_s = opt_params * (gbytes + wbytes) / hw.host_bytes_per_s +
-                    opt_params / (vcpus * hw.cal.Get("cpu_adam_params_per_s_per_vcpu"));
-  }
+  b.optimizer_s = OptimizerStepTime(job, hw, opt_params, gbytes, wbytes);
   b.overhead_s = k.step_fixed_s;
   const double pre_io = b.Total();
   // ---- I§1 data loading: the step's tokens read from storage, overlapped with the step.

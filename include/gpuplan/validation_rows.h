@@ -34,6 +34,7 @@ struct MeasuredRow {
   enum class MemoryStat { kUnknown, kReserved, kAllocated, kDeviceTotal };
   MemoryStat memory_stat = MemoryStat::kUnknown;
   double unit_bytes = 0;               // 1e9 for GB, 2^30 for GiB, 1e6 for MB, 2^20 for MiB
+  std::string job_precision_text;      // the precision column as written
 };
 
 // Reads every row; rows that cannot be modelled come back with usable=false and the reason.

@@ -2,6 +2,7 @@
 // turned into jobs. How free-text columns are read is documented in docs/validation.md.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,10 @@ struct MeasuredRow {
   double unit_bytes = 0;               // 1e9 for GB, 2^30 for GiB, 1e6 for MB, 2^20 for MiB
   std::string job_precision_text;      // the precision column as written
 };
+
+// A GPU as published prose names it ("A100 80GB SXM", "H100 80GB (form factor not stated)",
+// "Tesla V100-SXM2-32GB"): the catalog id, or nullopt. An unstated form factor is SXM.
+std::optional<std::string> MatchGpuName(const Catalog& catalog, const std::string& text);
 
 // Reads every row; rows that cannot be modelled come back with usable=false and the reason.
 Result<std::vector<MeasuredRow>> ReadMeasuredRows(const std::string& path, const Catalog& catalog);

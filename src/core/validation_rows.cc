@@ -77,48 +77,6 @@ double LeadingNumber(const std::string& v) {
   return std::isfinite(x) && x > 0 && x < 1e15 ? x : 0;
 }
 
-// A GPU named in prose ("A100 80GB SXM", "A100 SXM (memory size UNVERIFIED ...)", "H100 80GB (doc:
-// ..., form factor not stated)", "RTX 3090 (power-limited to 280 W)"): the catalog id, alias, or
-// the text before " (", else chip + memory + form factor read as words. A form factor that is not
-// stated is taken as SXM (the cloud and DGX/HGX default) where the chip has one: docs/validation.md.
-std::optional<std::string> MatchGpu(const Catalog& catalog, const std::string& text) {
-  if (auto g = catalog.FindGpu(text); g.ok()) return g->id;
-  const std::string head = text.substr(0, text.find(" ("));
-  if (auto g = catalog.FindGpu(head); g.ok()) return g->id;
-  std::string words;
-  for (char c : Lower(head)) words += std::isalnum(static_cast<unsigned char>(c)) ? c : ' ';
-  std::vector<std::string> tok;
-  for (size_t i = 0; i < words.size();) {
-    while (i < words.size() && words[i] == ' ') ++i;
-    size_t j = i;
-    while (j < words.size() && words[j] != ' ') ++j;
-    if (j > i) tok.push_back(words.substr(i, j - i));
-    i = j;
-  }
-  std::string chip, mem, form;
-  for (size_t i = 0; i < tok.size(); ++i) {
-    const std::string& t = tok[i];
-    if (t == "nvidia" || t == "geforce" || t == "tesla") continue;
-    if (t == "rtx" && i + 1 < tok.size()) { chip = "rtx" + tok[++i]; continue; }
-    if (t.size() > 2 && t.compare(t.size() - 2, 2, "gb") == 0 && std::isdigit(static_cast<unsigned char>(t[0]))) { mem = t; continue; }
-    if (t.rfind("sxm", 0) == 0) { form = "sxm"; continue; }
-    if (t == "pcie" || t == "nvl") { form = t; continue; }
-    if (chip.empty()) chip = t;
-  }
-  if (chip.empty()) return std::nullopt;
-  const GpuSpec* best = nullptr;
-  int best_score = -1;
-  for (const auto& g : catalog.gpus) {
-    if (g.id.rfind(chip + "-", 0) != 0) continue;
-    if (!mem.empty() && g.id.find("-" + mem) == std::string::npos) continue;
-    if (!form.empty() && g.id.find("-" + form) == std::string::npos) continue;
-    const int score = (g.id.find("-sxm") != std::string::npos ? 2 : 0) + (g.id.find("-pcie") == std::string::npos ? 1 : 0);
-    if (score > best_score) best = &g, best_score = score;
-  }
-  if (best == nullptr) return std::nullopt;
-  return best->id;
-}
-
 // The model family from its name, for the shape columns' missing facts (docs/validation.md):
 // MLP kind, norm, positions, biases, head_dim, tied embeddings. Each line is the family's public
 // config.json convention.
@@ -188,9 +146,10 @@ Framework DetectFramework(const std::string& source, const std::map<std::string,
   if (in("torchtune")) return Framework::kTorchtune;
   if (in("torchtitan")) return Framework::kTorchtitan;
   if (in("llm-foundry") || in("composer")) return Framework::kLlmFoundry;
+  // NeMo AutoModel runs Hugging Face models on PyTorch FSDP2 (not Megatron-Core).
+  if (in("automodel") || in("auto model")) return Framework::kFsdp;
   if (in("nemo") && !in("megatron-bridge")) return Framework::kNemo;
   if (in("megatron")) return Framework::kMegatron;  // Megatron-LM, Megatron-Core, Megatron-Bridge, Megatron-DeepSpeed
-  if (in("automodel")) return Framework::kFsdp;
   if (in("hf trainer") || in("sfttrainer") || in("axolotl") || in("llama-factory") || in("trainer")) return Framework::kHfTrainer;
   if (in("deepspeed")) return Framework::kDeepspeed;
   if (in("fsdp")) return Framework::kFsdp;
@@ -301,6 +260,48 @@ std::string ReadFineTuning(const std::map<std::string, std::string>& nm, Measure
 
 }  // namespace
 
+// A GPU named in prose ("A100 80GB SXM", "A100 SXM (memory size UNVERIFIED ...)", "H100 80GB (doc:
+// ..., form factor not stated)", "RTX 3090 (power-limited to 280 W)"): the catalog id, alias, or
+// the text before " (", else chip + memory + form factor read as words. A form factor that is not
+// stated is taken as SXM (the cloud and DGX/HGX default) where the chip has one: docs/validation.md.
+std::optional<std::string> MatchGpuName(const Catalog& catalog, const std::string& text) {
+  if (auto g = catalog.FindGpu(text); g.ok()) return g->id;
+  const std::string head = text.substr(0, text.find(" ("));
+  if (auto g = catalog.FindGpu(head); g.ok()) return g->id;
+  std::string words;
+  for (char c : Lower(head)) words += std::isalnum(static_cast<unsigned char>(c)) ? c : ' ';
+  std::vector<std::string> tok;
+  for (size_t i = 0; i < words.size();) {
+    while (i < words.size() && words[i] == ' ') ++i;
+    size_t j = i;
+    while (j < words.size() && words[j] != ' ') ++j;
+    if (j > i) tok.push_back(words.substr(i, j - i));
+    i = j;
+  }
+  std::string chip, mem, form;
+  for (size_t i = 0; i < tok.size(); ++i) {
+    const std::string& t = tok[i];
+    if (t == "nvidia" || t == "geforce" || t == "tesla") continue;
+    if (t == "rtx" && i + 1 < tok.size()) { chip = "rtx" + tok[++i]; continue; }
+    if (t.size() > 2 && t.compare(t.size() - 2, 2, "gb") == 0 && std::isdigit(static_cast<unsigned char>(t[0]))) { mem = t; continue; }
+    if (t.rfind("sxm", 0) == 0) { form = "sxm"; continue; }
+    if (t == "pcie" || t == "nvl") { form = t; continue; }
+    if (chip.empty()) chip = t;
+  }
+  if (chip.empty()) return std::nullopt;
+  const GpuSpec* best = nullptr;
+  int best_score = -1;
+  for (const auto& g : catalog.gpus) {
+    if (g.id.rfind(chip + "-", 0) != 0) continue;
+    if (!mem.empty() && g.id.find("-" + mem) == std::string::npos) continue;
+    if (!form.empty() && g.id.find("-" + form) == std::string::npos) continue;
+    const int score = (g.id.find("-sxm") != std::string::npos ? 2 : 0) + (g.id.find("-pcie") == std::string::npos ? 1 : 0);
+    if (score > best_score) best = &g, best_score = score;
+  }
+  if (best == nullptr) return std::nullopt;
+  return best->id;
+}
+
 Result<std::vector<MeasuredRow>> ReadMeasuredRows(const std::string& path, const Catalog& catalog) {
   auto table = ReadCsvFile(path);
   if (!table.ok()) return table.status();
@@ -400,7 +401,7 @@ Result<std::vector<MeasuredRow>> ReadMeasuredRows(const std::string& path, const
     int64_t per_node = 0;
     WHOLE(per_node, r, "gpus_per_node", 1024);
     c.gpus_per_node = per_node ? per_node : 8;
-    const auto gpu = MatchGpu(catalog, r.Str("gpu"));
+    const auto gpu = MatchGpuName(catalog, r.Str("gpu"));
     if (!gpu) { skip("GPU '" + r.Str("gpu") + "' is not in the catalog"); continue; }
     c.gpu = *gpu;
     auto accum = NoteInt(notes, "grad_accum", r.Where("notes"));

@@ -101,3 +101,35 @@ TEST(ValidationRows, GpuNamesInProseMapToTheCatalog) {
 
 }  // namespace
 }  // namespace gpuplan
+
+namespace gpuplan {
+namespace {
+
+TEST(ValidationRows, GpuProseVariants) {
+  auto cat = LoadCatalog();
+  ASSERT_TRUE(cat.ok());
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"A100 80GB SXM", "a100-sxm-80gb"},
+      {"A100 80GB (form factor not stated)", "a100-sxm-80gb"},
+      {"A100 40GB PCIe", "a100-pcie-40gb"},
+      {"A100-SXM4-80GB", "a100-sxm-80gb"},
+      {"H100 80GB (doc: 8xH100 80GB, form factor not stated)", "h100-sxm-80gb"},
+      {"H100 SXM5 80GB", "h100-sxm-80gb"},
+      {"H200 SXM 141GB", "h200-sxm-141gb"},
+      {"B200 (HGX, 1000 W)", "b200-180gb"},
+      {"GB200 NVL72", "gb200-186gb"},
+      {"Tesla V100-SXM2-32GB", "v100-sxm-32gb"},
+      {"RTX 3090 (power-limited to 280 W)", "rtx3090-24gb"},
+      {"NVIDIA GeForce RTX 4090", "rtx4090-24gb"},
+  };
+  for (const auto& [text, id] : cases) {
+    auto got = MatchGpuName(*cat, text);
+    ASSERT_TRUE(got.has_value()) << text;
+    EXPECT_EQ(*got, id) << text;
+  }
+  EXPECT_FALSE(MatchGpuName(*cat, "not stated").has_value());
+  EXPECT_FALSE(MatchGpuName(*cat, "not stated (doc: 2X40GB GPUs)").has_value());
+}
+
+}  // namespace
+}  // namespace gpuplan

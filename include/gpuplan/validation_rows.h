@@ -1,5 +1,5 @@
 // Rows of published measurements (shared/validation/runs.csv and memory.csv share the columns)
-// turned into jobs. How free-text columns are read is documented in docs/validation.md.
+// turned into jobs. How free-text columns are read is specified in docs/validation-rows.md.
 #pragma once
 
 #include <optional>

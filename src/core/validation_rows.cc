@@ -356,6 +356,15 @@ Result<std::vector<MeasuredRow>> ReadMeasuredRows(const std::string& path, const
                   : prec.rfind("fp32", 0) == 0                       ? Precision::kFp32
                   : Contains(prec, "fp16") && !Contains(prec, "bf16") ? Precision::kFp16
                                                                       : Precision::kBf16;
+    if (t.precision == Precision::kFp8) {
+      // The FP8 scaling recipe as sources name it (Transformer Engine / NeMo: FP8-CS current scaling,
+      // FP8-DS delayed scaling, MXFP8; torchao: tensorwise, rowwise).
+      const std::string rec = prec + " " + Lower(notes);
+      t.fp8_recipe = Contains(rec, "mxfp8")                                  ? Fp8Recipe::kMxfp8
+                     : Contains(rec, "rowwise")                              ? Fp8Recipe::kRowwise
+                     : Contains(rec, "delayed") || Contains(rec, "fp8-ds")   ? Fp8Recipe::kDelayed
+                                                                             : Fp8Recipe::kTensorwise;
+    }
     m.fsdp_pure_bf16 = Contains(prec, "pure");
     m.job_precision_text = r.Str("precision");
     // Parameters (and optimizer states) kept in bf16 without an fp32 master: litgpt "bf16-true",

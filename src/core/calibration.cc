@@ -67,6 +67,7 @@ constexpr KeyRule kRules[] = {
     {"pp_comm_overlap", {0, 1}},
     {"optimizer_bytes_per_param", {0, 1e4}},
     // issue 9, throughput keys (data/efficiency.csv)
+    {"dequant_eff.", {1e-3, 1}},  // docs/model/finetune.md FT§3: fraction of memory bandwidth a dequant kernel reaches
     // issue 9, memory keys (data/calibration.csv)
     // data/frameworks.csv: framework.<name>.<mechanism> (docs/model/frameworks.md); factors,
     // fractions and seconds alike stay within this bound.

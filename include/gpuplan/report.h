@@ -5,6 +5,7 @@
 #include <string>
 
 #include "gpuplan/catalog.h"
+#include "gpuplan/error_bands.h"
 #include "gpuplan/job.h"
 #include "gpuplan/memory.h"
 
@@ -56,6 +57,12 @@ struct EstimateReport {
   std::optional<JobWallClock> wall;  // the wall-clock split (reliability.h R§5); nullopt without tokens
 };
 
+// How far to trust a number: the validated error band of the job's nearest group
+// (data/error_bands.csv) as one line ("expected error: step time ±X% (p90 of N validated runs:
+// group), memory ±Y% (...)") and as JSON ({"step_time": {...} | null, "memory": {...} | null}).
+std::string ExpectedErrorLine(const ExpectedError& e);
+nlohmann::json ExpectedErrorToJson(const ExpectedError& e);
+
 nlohmann::json EstimateToJson(const EstimateReport& r);
 std::string EstimateToText(const EstimateReport& r, bool markdown);
 
@@ -70,7 +77,14 @@ std::string ValidationToMarkdown(const ValidationReport& r, const std::string& i
 
 namespace gpuplan {
 
-nlohmann::json PlanToJson(const PlanResult& r, const Job& job);
-std::string PlanToText(const PlanResult& r, const Job& job, bool markdown);
+// What the printers add to each plan that the search does not carry: its GPU's efficiency note
+// and the validated error band of its group. With a null catalog neither is resolved (the JSON
+// fields are null).
+struct PlanPrintContext {
+  const Catalog* catalog = nullptr;      // Default: none.
+  const Calibration* cal = nullptr;      // Default: none (Calibration::Builtin() when a catalog is given).
+};
+nlohmann::json PlanToJson(const PlanResult& r, const Job& job, const PlanPrintContext& ctx = {});
+std::string PlanToText(const PlanResult& r, const Job& job, bool markdown, const PlanPrintContext& ctx = {});
 
 }  // namespace gpuplan

@@ -11,6 +11,7 @@ namespace gpuplan::cli {
 namespace {
 const std::vector<FlagSpec> kValidateFlags = {
     {"write", true, "Markdown report path (default docs/validation.md; '-' to skip)"},
+    {"bands", true, "error-band CSV path (default data/error_bands.csv when --write is not given; '-' to skip)"},
     {"all", false, "list every row, including those not predicted, with the reason"},
     {"max-median", true, "exit 2 if the median |error| of throughput rows exceeds this fraction"},
     {"max-p90", true, "exit 2 if the p90 |error| of throughput rows exceeds this fraction"},
@@ -60,8 +61,10 @@ int CmdValidate(const std::vector<std::string>& argv) {
   if (!args.ok()) return Fail(args.status());
   if (args->Has("help") || args->positional.empty()) {
     std::printf("usage: gpuplan validate RUNS.csv [MEMORY.csv ...] [--write docs/validation.md] [--all]\n\n"
-                "Predicts every usable row of a file with the columns of shared/validation/runs.csv (or memory.csv)\n"
-                "and prints predicted vs measured with median / p90 error per source and per GPU.\n\n%s",
+                "Predicts every usable row of a file with the columns of shared/validation/runs.csv (or memory.csv,\n"
+                "runs_vtrain.csv, peft_runs.csv) and prints predicted vs measured with median / p90 error by framework,\n"
+                "GPU family, method, scale and source, on the fit subset and the held-out rest of the stated split.\n"
+                "Writes docs/validation.md and data/error_bands.csv (the bands estimate and plan print).\n\n%s",
                 FlagHelp(kValidateFlags, false).c_str());
     if (args->Has("help")) return 0;
     return Fail(Status::BadInput({"command line", 0, "validate"}, "needs a file: gpuplan validate RUNS.csv [MEMORY.csv ...]"));
@@ -87,6 +90,15 @@ int CmdValidate(const std::vector<std::string>& argv) {
     for (const auto& p : args->positional) inputs += (inputs.empty() ? "" : " ") + p;
     f << ValidationToMarkdown(*rep, inputs, *cal);
     std::printf("wrote %s\n", out.c_str());
+  }
+  // The error bands every estimate and plan prints (data/error_bands.csv): written with the
+  // default report, or where --bands says.
+  const std::string bands = args->Get("bands", args->Has("write") ? "-" : "data/error_bands.csv");
+  if (bands != "-") {
+    std::ofstream f(bands);
+    if (!f) return Fail(Status::BadInput({"command line", 0, "--bands"}, "cannot write '" + bands + "'"));
+    f << ErrorBandsToCsv(rep->bands);
+    std::printf("wrote %s\n", bands.c_str());
   }
   auto threshold = [&](const char* flag, double value) -> int {
     if (!args->Has(flag)) return 0;

@@ -68,8 +68,9 @@ int CmdPlan(const std::vector<std::string>& argv) {
   finished = true;
   if (bar.joinable()) bar.join();
   if (!result.ok()) return Fail(result.status(), json);
-  if (*format == Format::kJson) std::printf("%s\n", DumpJson(PlanToJson(*result, *job)).c_str());
-  else std::printf("%s", PlanToText(*result, *job, *format == Format::kMarkdown).c_str());
+  const PlanPrintContext print{catalog, cal};  // each plan's efficiency note and error band
+  if (*format == Format::kJson) std::printf("%s\n", DumpJson(PlanToJson(*result, *job, print)).c_str());
+  else std::printf("%s", PlanToText(*result, *job, *format == Format::kMarkdown, print).c_str());
   return result->plans.empty() ? 2 : 0;
 }
 

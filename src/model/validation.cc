@@ -1,16 +1,21 @@
-// gpuplan validate: measured metric -> tokens/s per GPU, prediction, error summaries.
+// gpuplan validate: measured metric -> tokens/s per GPU (or bytes), prediction, error summaries by
+// group, the stated train/test split, and the error bands (docs/validation.md).
 #include "gpuplan/validation.h"
 
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <tuple>
 
 #include "gpuplan/estimate.h"
+#include "gpuplan/finetune.h"
 #include "gpuplan/memory.h"
 
 namespace gpuplan {
 
 namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 std::string ShortSource(const std::string& src) {
   // "github:owner/repo@commit:path (...)" -> "owner/repo path-ish"
@@ -24,6 +29,16 @@ std::string ShortSource(const std::string& src) {
   auto paren = path.find(" (");
   if (paren != std::string::npos) path = path.substr(0, paren);
   return repo + (path.empty() ? "" : ":" + path);
+}
+
+// The source group: repository and the first component of the path ("owner/repo:benchmarks"), so
+// one study's tables or result files are one group.
+std::string SourceGroup(const std::string& src) {
+  const std::string s = ShortSource(src);
+  const auto colon = s.find(':');
+  if (colon == std::string::npos) return s;
+  const auto slash = s.find('/', colon);
+  return slash == std::string::npos ? s : s.substr(0, slash);
 }
 
 ErrorSummary Summarize(const std::string& group, std::vector<double> signed_errors) {
@@ -49,114 +64,287 @@ ErrorSummary Summarize(const std::string& group, std::vector<double> signed_erro
   return s;
 }
 
+uint64_t Fnv1a64(const std::string& s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+// One run, whichever metric reports it: every field that tells two runs apart (configuration,
+// fine-tuning method and adapter, framework, sample length) and the source.
+std::string RunKey(const MeasuredRow& r) {
+  const Job& j = r.job;
+  const TrainingSpec& t = j.training;
+  std::string targets;
+  for (const auto& x : t.lora.targets) targets += x + ",";
+  return r.source + "|" + r.model_name + "|" + j.cluster.gpu + "|" + std::to_string(j.cluster.num_gpus) + "|" +
+         std::to_string(t.seq_len) + "|" + std::to_string(t.micro_batch) + "|" + std::to_string(t.global_batch) + "|" +
+         ToString(t.precision) + "|" + ToString(t.recompute) + "|" + std::to_string(j.parallel.tp) + "|" +
+         std::to_string(j.parallel.pp) + "|" + std::to_string(j.parallel.cp) + "|" + std::to_string(j.parallel.zero) + "|" +
+         ToString(j.parallel.offload) + "|" + ToString(t.method) + "|" + std::to_string(t.lora.rank) + "|" +
+         std::to_string(t.lora.alpha) + "|" + targets + "|" + ToString(t.quant) + "|" + ToString(t.optimizer) + "|" +
+         (t.compile ? "compile" : "eager") + "|" + r.framework_text + "|" + ToString(t.padding) + "|" +
+         std::to_string(t.tokens_per_sample) + "|" + r.seq_len_kind + "|" + std::to_string(r.mean_tokens_per_sample);
+}
+
+// Which metric represents a run reported under several: the most direct one first.
+int MetricRank(const std::string& m) {
+  static const char* kOrder[] = {"throughput_tokens_per_sec_per_gpu", "throughput_tokens_per_sec_global", "iteration_time_s",
+                                 "iteration_time", "step_time_s", "epoch_time_s", "model_tflops_per_gpu", "mfu"};
+  for (size_t i = 0; i < std::size(kOrder); ++i)
+    if (m == kOrder[i]) return static_cast<int>(i);
+  return static_cast<int>(std::size(kOrder));
+}
+
+bool IsMemoryMetric(const std::string& m) { return m.rfind("peak_memory", 0) == 0; }
+
+// A measured time in seconds ("ms" rows are converted).
+double Seconds(const MeasuredRow& r) { return r.unit == "ms" ? r.measured / 1000 : r.measured; }
+
+struct Converted {
+  double tokens_per_s_per_gpu = 0;
+  bool useful = false;      // compared with useful (non-padding / mean-length) tokens
+  std::string reason;       // non-empty: not convertible
+};
+
+// Measured metric -> tokens/s per GPU (docs/validation.md "Metric conversion").
+Converted ConvertThroughput(const MeasuredRow& r, const HardwareContext& hw) {
+  Converted c;
+  const Job& j = r.job;
+  const TrainingSpec& t = j.training;
+  const std::string& m = r.metric;
+  // A cap or variable length counts the tokens of the samples: without their mean there is no
+  // token count, and the row is never read as fixed-length.
+  if (r.seq_len_kind != "fixed" && r.mean_tokens_per_sample <= 0) {
+    c.reason = "seq_len is only a cap (seq_len_kind=" + r.seq_len_kind + ") and the mean tokens per sample is not stated";
+    return c;
+  }
+  c.useful = r.seq_len_kind != "fixed" || t.padding != Padding::kPacked;
+  const double gpus = static_cast<double>(j.cluster.num_gpus);
+  const double seq = static_cast<double>(t.seq_len);
+  const double useful_per_sample = UsefulTokensPerSequence(t);
+  const double mflops = ModelFlopsPerToken(j.arch, t.seq_len);
+  const double peak = hw.gpu.PeakFlops(t.precision).value_or(0);
+  double& meas = c.tokens_per_s_per_gpu;
+  if (m == "throughput_tokens_per_sec_per_gpu") meas = r.measured;
+  else if (m == "throughput_tokens_per_sec_global") meas = r.measured / gpus;
+  else if (m == "mfu") meas = r.measured / 100 * peak / mflops;
+  else if (m == "model_tflops_per_gpu") meas = r.measured * 1e12 / mflops;
+  // vTrain / Megatron: one iteration = one optimizer step of global_batch full sequences.
+  else if (m == "iteration_time" || m == "iteration_time_s") meas = t.global_batch * seq / Seconds(r) / gpus;
+  // One optimizer step: global_batch samples of their (useful) tokens.
+  else if (m == "step_time_s") meas = t.global_batch * useful_per_sample / Seconds(r) / gpus;
+  else if (m == "epoch_time_s") {
+    if (r.samples_per_epoch <= 0) {
+      c.reason = "epoch_time_s without the number of samples per epoch";
+      return c;
+    }
+    meas = r.samples_per_epoch * useful_per_sample / Seconds(r) / gpus;
+  } else if (m == "achieved_tflops_per_gpu" || m == "aggregate_pflops" || m == "percent_of_theoretical_peak") {
+    // Megatron-LM reports FLOPs with full recompute: 96 B s l h^2 (1 + s/6h + V/16lh) per step.
+    // Narayanan et al. 2021 eq. (3) per token: forward + backward + recompute = 4 passes.
+    const double l = static_cast<double>(j.arch.layers), hd = static_cast<double>(j.arch.hidden);
+    const double per_token = 96.0 * l * hd * hd * (1 + seq / (6 * hd) + static_cast<double>(j.arch.vocab) / (16 * l * hd));
+    double tflops = r.measured;
+    if (m == "aggregate_pflops") tflops = r.measured * 1e3 / gpus;
+    if (m == "percent_of_theoretical_peak") tflops = r.measured / 100 * peak / 1e12;
+    meas = tflops * 1e12 / per_token;
+  } else {
+    c.reason = "metric '" + m + "' is not converted to tokens/s (HFU depends on the source's recompute convention)";
+  }
+  if (c.reason.empty() && !(meas > 0 && std::isfinite(meas))) c.reason = "metric '" + m + "' converts to no positive tokens/s";
+  return c;
+}
+
+// The predicted statistic a memory row measured, in bytes, and its label.
+std::pair<double, std::string> PredictedMemory(const MeasuredRow& r, const MemoryBreakdown& mb) {
+  MeasuredRow::MemoryStat stat = r.memory_stat;
+  if (r.metric.find("reserved") != std::string::npos) stat = MeasuredRow::MemoryStat::kReserved;
+  if (r.metric.find("allocated") != std::string::npos) stat = MeasuredRow::MemoryStat::kAllocated;
+  switch (stat) {
+    case MeasuredRow::MemoryStat::kAllocated: return {mb.allocated_bytes, "allocated"};
+    case MeasuredRow::MemoryStat::kDeviceTotal: return {mb.total_bytes, "device total"};
+    case MeasuredRow::MemoryStat::kReserved: return {mb.reserved_bytes, "reserved"};
+    case MeasuredRow::MemoryStat::kUnknown: break;
+  }
+  // A source that does not name its statistic printed what PyTorch's caching allocator holds.
+  return {mb.reserved_bytes, "reserved (stat not named)"};
+}
+
+void SetGroups(ValidatedRow& v, const HardwareContext& hw) {
+  const Job& j = v.row.job;
+  v.framework = ToString(j.training.framework);
+  v.gpu_family = hw.gpu.family.empty() ? "unknown" : hw.gpu.family;
+  v.method = ToString(j.training.method);
+  v.scale = ScaleGroup(j.cluster.num_gpus);
+  v.held_out = InHeldOutSet(v.row);
+}
+
+// Predicts one usable row into `v` (used, or the reason it is not); `seen` dedupes runs.
+void PredictRow(const MeasuredRow& r, const Catalog& catalog, const Calibration& cal, std::map<std::string, int>& seen,
+                ValidatedRow& v) {
+  const Job& j = r.job;
+  auto hw = ResolveHardware(j, catalog, cal);
+  if (!hw.ok()) {
+    v.reason = hw.status().reason();
+    return;
+  }
+  SetGroups(v, *hw);
+  const bool memory = IsMemoryMetric(r.metric);
+  Converted conv;
+  if (memory) {
+    if (r.unit_bytes <= 0) {
+      v.reason = "memory unit '" + r.unit + "' is not GB, GiB, MB or MiB";
+      return;
+    }
+  } else {
+    conv = ConvertThroughput(r, *hw);
+    if (!conv.reason.empty()) {
+      v.reason = conv.reason;
+      return;
+    }
+  }
+  const MemoryBreakdown mb = memory ? EstimateMemory(j, cal, /*detail=*/false) : MemoryBreakdown{};
+  const auto [predicted_bytes, stat] = memory ? PredictedMemory(r, mb) : std::pair<double, std::string>{0, ""};
+  const std::string key = (memory ? "memory:" + stat + "|" : "throughput|") + RunKey(r);
+  if (auto it = seen.find(key); it != seen.end()) {
+    v.reason = "same run as line " + std::to_string(it->second) + " (reported under another metric)";
+    return;
+  }
+  seen[key] = r.line;
+  v.used = true;
+  v.memory = memory;
+  if (memory) {
+    v.basis = stat;
+    v.measured_tokens_per_s_per_gpu = r.measured * r.unit_bytes / kGiB;
+    v.predicted_tokens_per_s_per_gpu = predicted_bytes / kGiB;
+  } else {
+    const StepEstimate e = EstimateStep(j, *hw);
+    v.basis = conv.useful ? "useful tokens/s" : "tokens/s";
+    v.measured_tokens_per_s_per_gpu = conv.tokens_per_s_per_gpu;
+    v.predicted_tokens_per_s_per_gpu = conv.useful ? e.useful_tokens_per_s_per_gpu : e.tokens_per_s_per_gpu;
+    v.predicted_mfu = e.mfu;
+  }
+  v.error = (v.predicted_tokens_per_s_per_gpu - v.measured_tokens_per_s_per_gpu) / v.measured_tokens_per_s_per_gpu;
+}
+
+// Errors by a key of the row, summarized in key order.
+template <typename KeyFn>
+std::vector<ErrorSummary> GroupBy(const std::vector<ValidatedRow>& rows, bool memory, KeyFn key) {
+  std::map<std::string, std::vector<double>> by;
+  for (const auto& v : rows)
+    if (v.used && v.memory == memory) by[key(v)].push_back(v.error);
+  std::vector<ErrorSummary> out;
+  for (auto& [k, e] : by) out.push_back(Summarize(k, e));
+  return out;
+}
+
+void BuildGroups(ValidationReport& rep) {
+  const std::vector<std::pair<std::string, std::string (*)(const ValidatedRow&)>> dims = {
+      {"framework", [](const ValidatedRow& v) { return v.framework; }},
+      {"GPU family", [](const ValidatedRow& v) { return v.gpu_family; }},
+      {"method", [](const ValidatedRow& v) { return v.method; }},
+      {"scale", [](const ValidatedRow& v) { return v.scale; }},
+      {"source", [](const ValidatedRow& v) { return SourceGroup(v.row.source); }},
+  };
+  for (const auto& [name, fn] : dims) rep.groups.push_back({name, GroupBy(rep.rows, false, fn), GroupBy(rep.rows, true, fn)});
+}
+
+void BuildSplit(ValidationReport& rep) {
+  std::vector<double> fit_t, out_t, fit_m, out_m;
+  for (const auto& v : rep.rows) {
+    if (!v.used) continue;
+    (v.memory ? (v.held_out ? out_m : fit_m) : (v.held_out ? out_t : fit_t)).push_back(v.error);
+  }
+  rep.fit_throughput = Summarize("fit subset", fit_t);
+  rep.held_out_throughput = Summarize("held out", out_t);
+  rep.fit_memory = Summarize("fit subset", fit_m);
+  rep.held_out_memory = Summarize("held out", out_m);
+}
+
+// data/error_bands.csv: every group at the four levels, for throughput and memory.
+std::vector<ErrorBand> BuildBands(const std::vector<ValidatedRow>& rows) {
+  using Key = std::tuple<int, std::string, std::string, std::string, std::string>;  // level, kind, fw, family, method
+  std::map<Key, std::vector<double>> by;
+  for (const auto& v : rows) {
+    if (!v.used) continue;
+    const std::string kind = v.memory ? "memory" : "throughput";
+    by[{0, kind, v.framework, v.gpu_family, v.method}].push_back(v.error);
+    by[{1, kind, v.framework, "*", v.method}].push_back(v.error);
+    by[{2, kind, "*", "*", v.method}].push_back(v.error);
+    by[{3, kind, "*", "*", "*"}].push_back(v.error);
+  }
+  std::vector<ErrorBand> out;
+  for (auto& [k, e] : by) {
+    const ErrorSummary s = Summarize("", e);
+    out.push_back({std::get<1>(k), std::get<2>(k), std::get<3>(k), std::get<4>(k), s.rows, s.median_abs, s.p90_abs, s.mean_signed});
+  }
+  return out;
+}
+
 }  // namespace
 
+std::string ScaleGroup(int64_t n) {
+  if (n <= 1) return "1 GPU";
+  if (n <= 8) return "2-8 GPUs";
+  if (n <= 64) return "9-64 GPUs";
+  if (n <= 512) return "65-512 GPUs";
+  return ">512 GPUs";
+}
+
+std::string SourceRepository(const std::string& source) {
+  const std::string x = source.rfind("github:", 0) == 0 ? source.substr(7) : source;
+  return x.substr(0, std::min(x.find('@'), x.find(' ')));
+}
+
+bool InHeldOutSet(const MeasuredRow& r) {
+  return Fnv1a64(SourceRepository(r.source) + "|" + r.model_name + "|" + r.job.cluster.gpu + "|" +
+                 std::to_string(r.job.cluster.num_gpus)) % 3 == 0;
+}
+
+std::string SplitRule() {
+  return "a run is held out when FNV-1a-64 of \"repository|model_name|gpu id|num_gpus\" is 0 mod 3 (about a third of "
+         "the model x GPU configurations of every source); constants are fitted on the rest (the fit subset)";
+}
+
 Result<ValidationReport> ValidateRuns(const std::vector<std::string>& paths, const Catalog& catalog, const Calibration& cal) {
-  std::vector<MeasuredRow> all_rows;
+  std::vector<MeasuredRow> ordered;
   for (const auto& path : paths) {
     auto rows = ReadMeasuredRows(path, catalog);
     if (!rows.ok()) return rows.status();
     for (auto& r : rows.value()) {
       r.file = path;
-      all_rows.push_back(std::move(r));
+      ordered.push_back(std::move(r));
     }
   }
-  const std::vector<MeasuredRow>* rows = &all_rows;
+  // Prefer the direct throughput metric when a run appears under several metrics.
+  std::stable_sort(ordered.begin(), ordered.end(),
+                   [](const MeasuredRow& x, const MeasuredRow& y) { return MetricRank(x.metric) < MetricRank(y.metric); });
   ValidationReport rep;
   std::map<std::string, int> seen;  // run key -> line of the row that represents it
-  // Prefer the direct throughput metric when a run appears under several metrics.
-  std::vector<MeasuredRow> ordered = *rows;
-  auto rank = [](const std::string& m) {
-    if (m == "throughput_tokens_per_sec_per_gpu") return 0;
-    if (m == "throughput_tokens_per_sec_global") return 1;
-    if (m == "iteration_time") return 2;
-    if (m == "model_tflops_per_gpu") return 3;
-    if (m == "mfu") return 4;
-    return 5;
-  };
-  std::stable_sort(ordered.begin(), ordered.end(),
-                   [&](const MeasuredRow& x, const MeasuredRow& y) { return rank(x.metric) < rank(y.metric); });
-  std::map<std::string, std::vector<double>> by_source, by_gpu;
-  std::vector<double> all, mem;
   for (const auto& r : ordered) {
     ValidatedRow v;
     v.row = r;
-    if (!r.usable) {
-      v.reason = r.skip_reason;
-      rep.rows.push_back(v);
-      continue;
-    }
-    const Job& j = r.job;
-    const std::string key = r.source.substr(0, r.source.find(" (")) + "|" + r.model_name + "|" + std::to_string(j.cluster.num_gpus) + "|" +
-                            std::to_string(j.training.seq_len) + "|" + std::to_string(j.training.micro_batch) + "|" +
-                            std::to_string(j.training.global_batch) + "|" + ToString(j.training.precision) + "|" +
-                            ToString(j.training.recompute) + "|" + std::to_string(j.parallel.tp) + "|" +
-                            std::to_string(j.parallel.pp) + "|" + r.source;
-    auto hw = ResolveHardware(j, catalog, cal);
-    if (!hw.ok()) {
-      v.reason = hw.status().reason();
-      rep.rows.push_back(v);
-      continue;
-    }
-    if (r.metric == "peak_memory_reserved_per_gpu") {
-      v.used = true;
-      v.memory = true;
-      v.measured_tokens_per_s_per_gpu = r.measured;
-      v.predicted_tokens_per_s_per_gpu = EstimateMemory(j, cal).total_bytes / (1024.0 * 1024 * 1024);
-      v.error = (v.predicted_tokens_per_s_per_gpu - r.measured) / r.measured;
-      mem.push_back(v.error);
-      rep.rows.push_back(v);
-      continue;
-    }
-    const double gpus = static_cast<double>(j.cluster.num_gpus);
-    const double mflops = ModelFlopsPerToken(j.arch, j.training.seq_len);
-    const double peak = hw->gpu.PeakFlops(j.training.precision).value_or(0);
-    double meas = 0;
-    const std::string& m = r.metric;
-    if (m == "throughput_tokens_per_sec_per_gpu") meas = r.measured;
-    else if (m == "throughput_tokens_per_sec_global") meas = r.measured / gpus;
-    else if (m == "mfu") meas = r.measured / 100 * peak / mflops;
-    else if (m == "model_tflops_per_gpu") meas = r.measured * 1e12 / mflops;
-    else if (m == "iteration_time") meas = j.training.global_batch * static_cast<double>(j.training.seq_len) / r.measured / gpus;
-    else if (m == "achieved_tflops_per_gpu" || m == "aggregate_pflops" || m == "percent_of_theoretical_peak") {
-      // Megatron-LM reports FLOPs with full recompute: 96 B s l h^2 (1 + s/6h + V/16lh) per step.
-      const double s = static_cast<double>(j.training.seq_len);
-      // Narayanan et al. 2021 eq. (3) per token: forward + backward + recompute = 4 passes.
-      const double l = static_cast<double>(j.arch.layers), hd = static_cast<double>(j.arch.hidden);
-      const double per_token = 96.0 * l * hd * hd * (1 + s / (6 * hd) + static_cast<double>(j.arch.vocab) / (16 * l * hd));
-      double tflops = r.measured;
-      if (m == "aggregate_pflops") tflops = r.measured * 1e3 / gpus;
-      if (m == "percent_of_theoretical_peak") tflops = r.measured / 100 * peak / 1e12;
-      meas = tflops * 1e12 / per_token;
-    } else {
-      v.reason = "metric '" + m + "' is not converted to tokens/s (HFU depends on the source's recompute convention)";
-      rep.rows.push_back(v);
-      continue;
-    }
-    if (auto it = seen.find(key); it != seen.end()) {
-      v.reason = "same run as line " + std::to_string(it->second) + " (reported under another metric)";
-      rep.rows.push_back(v);
-      continue;
-    }
-    seen[key] = r.line;
-    const StepEstimate e = EstimateStep(j, *hw);
-    v.used = true;
-    v.measured_tokens_per_s_per_gpu = meas;
-    v.predicted_tokens_per_s_per_gpu = e.tokens_per_s_per_gpu;
-    v.predicted_mfu = e.mfu;
-    v.error = (e.tokens_per_s_per_gpu - meas) / meas;
-    rep.rows.push_back(v);
-    all.push_back(v.error);
-    by_source[ShortSource(r.source)].push_back(v.error);
-    by_gpu[hw->gpu.id].push_back(v.error);
+    if (!r.usable) v.reason = r.skip_reason;
+    else PredictRow(r, catalog, cal, seen, v);
+    rep.rows.push_back(std::move(v));
   }
   std::sort(rep.rows.begin(), rep.rows.end(), [](const ValidatedRow& a, const ValidatedRow& b) {
     return a.row.file != b.row.file ? a.row.file < b.row.file : a.row.line < b.row.line;
   });
+  std::vector<double> all, mem;
+  for (const auto& v : rep.rows)
+    if (v.used) (v.memory ? mem : all).push_back(v.error);
   rep.overall = Summarize("all", all);
   rep.memory = Summarize("memory", mem);
-  for (auto& [k, v] : by_source) rep.by_source.push_back(Summarize(k, v));
-  for (auto& [k, v] : by_gpu) rep.by_gpu.push_back(Summarize(k, v));
+  rep.by_source = GroupBy(rep.rows, false, [](const ValidatedRow& v) { return ShortSource(v.row.source); });
+  rep.by_gpu = GroupBy(rep.rows, false, [](const ValidatedRow& v) { return v.row.job.cluster.gpu; });
+  BuildGroups(rep);
+  BuildSplit(rep);
+  rep.bands = BuildBands(rep.rows);
   return rep;
 }
 

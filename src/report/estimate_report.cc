@@ -95,6 +95,8 @@ nlohmann::json EstimateToJson(const EstimateReport& r) {
       {"bottleneck", r.bottleneck},
       {"what_ifs", what_ifs},
       {"memory", mem},
+      {"expected_error", ExpectedErrorToJson(ExpectedErrorFor(r.job, r.hw.gpu.family))},
+      {"efficiency_note", r.hw.efficiency_note.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.hw.efficiency_note)},
   };
 }
 
@@ -167,6 +169,8 @@ std::string EstimateToText(const EstimateReport& r, bool md) {
   } else if (!r.hw.storage->read_bytes_per_s || !r.hw.storage->write_bytes_per_s) {
     out += "\nnote: " + r.hw.storage->id + " has unknown read or write throughput in the catalog: that stall is not modelled (0 s)\n";
   }
+  if (!r.hw.efficiency_note.empty()) out += "\nnote: " + r.hw.efficiency_note + "\n";
+  out += "\n" + ExpectedErrorLine(ExpectedErrorFor(j, r.hw.gpu.family)) + "\n";
   out += "\nbottleneck: " + r.bottleneck + "\n\nmemory per GPU: " + FormatGiB(r.memory.memory.total_bytes) + " GiB of " +
          FormatGiB(r.memory.gpu.memory_bytes) + " GiB (" + (r.memory.fits ? "fits" : "DOES NOT FIT") +
          "); 'gpuplan memory' with the same arguments breaks it down\n";
@@ -178,6 +182,38 @@ std::string RowId(const MeasuredRow& m) {
   return (slash == std::string::npos ? m.file : m.file.substr(slash + 1)) + ":" + std::to_string(m.line);
 }
 
+namespace {
+std::string Value(const ValidatedRow& v, double x) { return F(v.memory ? "%.2f GiB" : "%.0f", x); }
+
+std::vector<std::string> SummaryCells(const ErrorSummary& g, bool mark_small) {
+  return {g.group + (mark_small && g.rows < kMinBandRows ? " (fewer than 5 rows)" : ""), std::to_string(g.rows),
+          F("%.1f%%", 100 * g.median_abs), F("%.1f%%", 100 * g.p90_abs), F("%+.1f%%", 100 * g.mean_signed)};
+}
+
+std::string SummaryTable(const std::vector<ErrorSummary>& groups, bool md, size_t max_group_chars = 1000) {
+  std::vector<std::vector<std::string>> s;
+  for (const auto& g : groups) {
+    auto cells = SummaryCells(g, md);
+    cells[0] = cells[0].substr(0, max_group_chars);
+    s.push_back(cells);
+  }
+  return RenderTable({"group", "rows", md ? "median abs error" : "median |err|", md ? "p90 abs error" : "p90 |err|",
+                      md ? "mean signed error" : "mean err"},
+                     s, md);
+}
+
+// The stated split: fit subset and held-out rest, throughput and memory (tools/fit_runs.py reads
+// the "throughput fit" and "throughput held-out" rows of the text table).
+std::vector<ErrorSummary> SplitRows(const ValidationReport& r) {
+  auto named = [](ErrorSummary s, const char* name) {
+    s.group = name;
+    return s;
+  };
+  return {named(r.fit_throughput, "throughput fit"), named(r.held_out_throughput, "throughput held-out"),
+          named(r.fit_memory, "memory fit"), named(r.held_out_memory, "memory held-out")};
+}
+}  // namespace
+
 std::string ValidationToText(const ValidationReport& r, bool all_rows) {
   std::string out;
   std::vector<std::vector<std::string>> rows;
@@ -185,62 +221,58 @@ std::string ValidationToText(const ValidationReport& r, bool all_rows) {
   for (const auto& v : r.rows) {
     if (!v.used) {
       ++skipped;
-      if (all_rows) rows.push_back({RowId(v.row), v.row.model_name.substr(0, 28), "", "", "", "", "skipped: " + v.reason});
+      if (all_rows) rows.push_back({RowId(v.row), v.row.model_name.substr(0, 28), "", "", "", "", "", "skipped: " + v.reason});
       continue;
     }
     const Job& j = v.row.job;
-    rows.push_back({RowId(v.row), v.row.model_name.substr(0, 28), j.cluster.gpu,
-                    std::to_string(j.cluster.num_gpus), F(v.memory ? "%.1f GiB" : "%.0f", v.measured_tokens_per_s_per_gpu),
-                    F(v.memory ? "%.1f GiB" : "%.0f", v.predicted_tokens_per_s_per_gpu), F("%+.1f%%", 100 * v.error)});
+    rows.push_back({RowId(v.row), v.row.model_name.substr(0, 28), j.cluster.gpu, std::to_string(j.cluster.num_gpus), v.basis,
+                    Value(v, v.measured_tokens_per_s_per_gpu), Value(v, v.predicted_tokens_per_s_per_gpu), F("%+.1f%%", 100 * v.error)});
   }
-  out += RenderTable({"row", "model", "gpu", "gpus", "measured tok/s/GPU", "predicted", "error"}, rows, false);
-  auto summary = [&](const std::vector<ErrorSummary>& groups, const char* title) {
-    std::vector<std::vector<std::string>> s;
-    for (const auto& g : groups)
-      s.push_back({g.group.substr(0, 90), std::to_string(g.rows), F("%.1f%%", 100 * g.median_abs), F("%.1f%%", 100 * g.p90_abs),
-                   F("%+.1f%%", 100 * g.mean_signed)});
-    out += std::string("\n") + title + "\n" + RenderTable({"group", "rows", "median |err|", "p90 |err|", "mean err"}, s, false);
+  out += RenderTable({"row", "model", "gpu", "gpus", "compared", "measured (per GPU)", "predicted", "error"}, rows, false);
+  auto summary = [&](const std::vector<ErrorSummary>& groups, const std::string& title) {
+    if (groups.empty()) return;
+    out += "\n" + title + "\n" + SummaryTable(groups, false, 90);
   };
   summary({r.overall}, "throughput (tokens/s per GPU), all usable rows:");
   if (r.memory.rows > 0) summary({r.memory}, "peak memory rows:");
-  summary(r.by_source, "by source:");
-  summary(r.by_gpu, "by GPU:");
+  summary(SplitRows(r), "train/test split (" + SplitRule() + "):");
+  for (const auto& g : r.groups) {
+    summary(g.throughput, "throughput by " + g.dimension + ":");
+    summary(g.memory, "peak memory by " + g.dimension + ":");
+  }
+  summary(r.by_gpu, "throughput by GPU:");
   out += "\nrows not predicted: " + std::to_string(skipped) + (all_rows ? "" : " (--all lists each with its reason)") + "\n";
   return out;
 }
 
-std::string ValidationToMarkdown(const ValidationReport& r, const std::string& input, const Calibration& cal) {
-  std::string out = "# Validation: predictions vs published measurements\n\n";
-  out += "Generated by `gpuplan validate " + input + "` (gpuplan " + kVersion + ", model fingerprint " +
-         ModelFingerprint() + ": a hash of src/model and data/ at build time); do not edit by hand — rerun "
-         "`bash scripts/validate.sh` after changing src/model or data/.\n\n";
-  out += "Each usable row of the input is predicted with the same code and data for every row (no per-row "
-         "special cases). Throughput rows compare tokens/s per GPU; rows reported as MFU, model TFLOP/s, "
-         "global tokens/s or iteration time are converted to tokens/s per GPU with the source's own FLOP "
-         "convention (docs/model/compute.md §1) and a run reported under several metrics is counted once.\n\n";
-  auto table = [&](const std::vector<ErrorSummary>& groups) {
-    std::vector<std::vector<std::string>> s;
-    for (const auto& g : groups)
-      s.push_back({g.group, std::to_string(g.rows), F("%.1f%%", 100 * g.median_abs), F("%.1f%%", 100 * g.p90_abs),
-                   F("%+.1f%%", 100 * g.mean_signed)});
-    return RenderTable({"group", "rows", "median abs error", "p90 abs error", "mean signed error"}, s, true);
-  };
-  out += "## Summary\n\n" + table({r.overall}) + "\n";
-  if (r.memory.rows > 0) out += "Peak memory rows:\n\n" + table({r.memory}) + "\n";
-  out += "### By source\n\n" + table(r.by_source) + "\n### By GPU\n\n" + table(r.by_gpu) + "\n";
-  // Known biases: any group whose mean signed error exceeds 10%, stated rather than hidden.
+namespace {
+// Every group of any dimension whose mean signed error is above 8%, stated rather than hidden.
+std::string KnownBiases(const ValidationReport& r) {
   std::string biases;
-  for (const auto* groups : {&r.by_source, &r.by_gpu})
-    for (const auto& g : *groups)
-      if (std::fabs(g.mean_signed) > 0.10)
-        biases += "- " + g.group + ": predictions are " + F("%.0f%%", 100 * std::fabs(g.mean_signed)) +
-                  (g.mean_signed > 0 ? " high" : " low") + " on average (" + std::to_string(g.rows) + " rows).\n";
-  if (std::fabs(r.memory.mean_signed) > 0.05)
-    biases += "- peak memory: predictions are " + F("%.0f%%", 100 * std::fabs(r.memory.mean_signed)) +
-              (r.memory.mean_signed > 0 ? " high" : " low") + " on average; see the rows below for which runs.\n";
-  out += "## Known biases\n\n" + (biases.empty() ? std::string("None above 10% in any group.\n") : biases) +
-         "\nThe global efficiency constants (data/efficiency.csv) were fitted on these same rows with tools/fit_runs.py "
-         "(a handful of global values, no per-row terms); the llm-foundry rows dominate the fit.\n\n";
+  auto check = [&](const std::string& what, const ErrorSummary& g) {
+    if (std::fabs(g.mean_signed) <= 0.08) return;
+    biases += "- " + what + " " + g.group + ": predictions are " + F("%.0f%%", 100 * std::fabs(g.mean_signed)) +
+              (g.mean_signed > 0 ? " high" : " low") + " on average (" + std::to_string(g.rows) + " rows" +
+              (g.rows < kMinBandRows ? ", fewer than 5" : "") + ").\n";
+  };
+  check("throughput", r.overall);
+  check("peak memory", r.memory);
+  for (const auto& g : r.groups) {
+    for (const auto& s : g.throughput) check("throughput, " + g.dimension, s);
+    for (const auto& s : g.memory) check("peak memory, " + g.dimension, s);
+  }
+  return biases.empty() ? "None above 8% in any group.\n" : biases;
+}
+
+std::string BandsTable(const std::vector<ErrorBand>& bands) {
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& b : bands)
+    rows.push_back({b.kind, b.Group() + (b.rows < kMinBandRows ? " (fewer than 5 rows: not used)" : ""), std::to_string(b.rows),
+                    F("%.1f%%", 100 * b.median_abs), F("%.1f%%", 100 * b.p90_abs), F("%+.1f%%", 100 * b.mean_signed)});
+  return RenderTable({"kind", "group", "rows", "median abs error", "p90 abs error", "mean signed error"}, rows, true);
+}
+
+std::string SkipReasons(const ValidationReport& r) {
   std::map<std::string, int> reasons;
   for (const auto& v : r.rows)
     if (!v.used) {
@@ -248,22 +280,66 @@ std::string ValidationToMarkdown(const ValidationReport& r, const std::string& i
       if (reason.rfind("same run as line", 0) == 0) reason = "same run reported under another metric";
       ++reasons[reason];
     }
-  out += "## Rows not predicted, by reason\n\n";
   std::vector<std::vector<std::string>> rs;
   for (const auto& [k, n] : reasons) rs.push_back({k, std::to_string(n)});
-  out += RenderTable({"reason", "rows"}, rs, true);
-  out += "\n## Every predicted row\n\n";
+  return RenderTable({"reason", "rows"}, rs, true);
+}
+
+std::string PredictedRows(const ValidationReport& r) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& v : r.rows) {
     if (!v.used) continue;
     const Job& j = v.row.job;
     rows.push_back({RowId(v.row), v.row.model_name, j.cluster.gpu, std::to_string(j.cluster.num_gpus),
-                    std::to_string(j.training.seq_len), std::to_string(j.training.micro_batch),
-                    ToString(j.training.precision), ToString(j.training.recompute),
-                    F(v.memory ? "%.1f GiB" : "%.0f", v.measured_tokens_per_s_per_gpu),
-                    F(v.memory ? "%.1f GiB" : "%.0f", v.predicted_tokens_per_s_per_gpu), F("%+.1f%%", 100 * v.error)});
+                    std::to_string(j.training.seq_len), std::to_string(j.training.micro_batch), ToString(j.training.precision),
+                    ToString(j.training.recompute), v.framework, v.method, v.held_out ? "held out" : "fit", v.basis,
+                    Value(v, v.measured_tokens_per_s_per_gpu), Value(v, v.predicted_tokens_per_s_per_gpu), F("%+.1f%%", 100 * v.error)});
   }
-  out += RenderTable({"row", "model", "gpu", "gpus", "seq", "micro-batch", "precision", "recompute", "measured", "predicted", "error"}, rows, true);
+  return RenderTable({"row", "model", "gpu", "gpus", "seq", "micro-batch", "precision", "recompute", "framework", "method", "split",
+                      "compared", "measured", "predicted", "error"},
+                     rows, true);
+}
+}  // namespace
+
+std::string ValidationToMarkdown(const ValidationReport& r, const std::string& input, const Calibration& cal) {
+  std::string out = "# Validation: predictions vs published measurements\n\n";
+  out += "Generated by `gpuplan validate " + input + "` (gpuplan " + kVersion + ", model fingerprint " +
+         ModelFingerprint() + ": a hash of src/model and data/ at build time, data/error_bands.csv excluded); do not edit by "
+         "hand — rerun `bash scripts/validate.sh` after changing src/model or data/.\n\n";
+  out += "Each usable row of the input is predicted with the same code and data for every row (no per-row "
+         "special cases). Throughput rows compare tokens/s per GPU; rows reported as MFU, model TFLOP/s, "
+         "global tokens/s, iteration time (global batch x seq_len per iteration), optimizer-step time (global batch x "
+         "tokens per sample per step) or epoch time (samples per epoch x tokens per sample) are converted to tokens/s per "
+         "GPU with the source's own convention (docs/model/compute.md §1). Where samples are shorter than seq_len "
+         "(seq_len_kind max_cap or variable, or padded steps) the tokens counted are the non-padding ones at the stated "
+         "mean sample length, compared with the predicted useful tokens/s; such a row without a stated mean is skipped, "
+         "never read as fixed-length. Peak-memory rows compare measured_value x unit (GB = 1e9 bytes, GiB = 2^30) with "
+         "the predicted statistic the source measured: reserved (torch max_memory_reserved), allocated "
+         "(max_memory_allocated) or device total (nvidia-smi); a source that does not name it is compared with reserved "
+         "and marked so. A run reported under several metrics is counted once.\n\n";
+  out += "## Summary\n\n" + SummaryTable({r.overall}, true) + "\n";
+  if (r.memory.rows > 0) out += "Peak memory rows:\n\n" + SummaryTable({r.memory}, true) + "\n";
+  out += "## Train/test split\n\nThe split: " + SplitRule() + ". Error on the fit subset and on the held-out rest, "
+         "separately, so a constant that only helps its own rows shows as a gap between the two:\n\n" +
+         SummaryTable(SplitRows(r), true) + "\n";
+  out += "## Error by group\n\nEvery group is listed; groups with fewer than 5 rows are marked (their statistics are "
+         "not used as error bands).\n\n";
+  for (const auto& g : r.groups) {
+    out += "### By " + g.dimension + "\n\nThroughput:\n\n" + SummaryTable(g.throughput, true) + "\n";
+    if (!g.memory.empty()) out += "Peak memory:\n\n" + SummaryTable(g.memory, true) + "\n";
+  }
+  out += "### By GPU (throughput)\n\n" + SummaryTable(r.by_gpu, true) + "\n";
+  out += "## Known biases\n\nEvery group above (any dimension, throughput or memory) whose mean signed error exceeds 8%:\n\n" +
+         KnownBiases(r) +
+         "\nThe efficiency constants (data/efficiency.csv, data/frameworks.csv) are fitted with tools/fit_runs.py on the fit "
+         "subset only; it prints the fit and held-out error of every grid point and of the chosen one.\n\n";
+  out += "## Error bands\n\ndata/error_bands.csv (written with this page): the error of every group at four levels, "
+         "framework x GPU family x method, framework x method, method, all runs. `gpuplan estimate` and `gpuplan plan` "
+         "print the p90 of the nearest group with at least 5 runs as the expected error, and the planner's default "
+         "memory headroom is the memory band's p90.\n\n" +
+         BandsTable(r.bands) + "\n";
+  out += "## Rows not predicted, by reason\n\n" + SkipReasons(r);
+  out += "\n## Every predicted row\n\n" + PredictedRows(r);
   out += "\n## Constants in force\n\nFrom data/calibration.csv and data/efficiency.csv (sources and fit reports there).\n\n";
   std::vector<std::vector<std::string>> consts;
   for (const auto& [k, v] : cal.values()) consts.push_back({k, F("%.6g", v)});

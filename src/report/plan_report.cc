@@ -39,7 +39,24 @@ nlohmann::json TargetJson(const Plan& p) {
           {"usd_per_hour", OrNull(t.usd_per_hour)}, {"detail", t.detail}};
 }
 
-nlohmann::json PlanJson(const Plan& p) {
+// The efficiency note and the error band of a plan's GPU (PlanPrintContext).
+struct PlanTrust {
+  ExpectedError expected;
+  std::string efficiency_note;
+};
+PlanTrust Trust(const Plan& p, const PlanPrintContext& ctx) {
+  PlanTrust t;
+  if (!ctx.catalog) return t;
+  const Calibration& cal = ctx.cal ? *ctx.cal : Calibration::Builtin();
+  auto hw = ResolveHardware(p.job, *ctx.catalog, cal);
+  if (!hw.ok()) return t;
+  t.expected = ExpectedErrorFor(p.job, hw->gpu.family);
+  t.efficiency_note = hw->efficiency_note;
+  return t;
+}
+
+nlohmann::json PlanJson(const Plan& p, const PlanPrintContext& ctx) {
+  const PlanTrust trust = Trust(p, ctx);
   const CostBreakdown& c = p.cost;
   nlohmann::json host = nlohmann::json::array();
   for (const auto& h : p.host) host.push_back({{"check", h.name}, {"state", ToString(h.state)}, {"detail", h.detail}});
@@ -101,6 +118,8 @@ nlohmann::json PlanJson(const Plan& p) {
         {"converges", w.converges}}},
       {"warnings", p.warnings},
       {"bottleneck", p.bottleneck},
+      {"expected_error", ExpectedErrorToJson(trust.expected)},
+      {"efficiency_note", trust.efficiency_note.empty() ? nlohmann::json(nullptr) : nlohmann::json(trust.efficiency_note)},
   };
 }
 nlohmann::json Rejected(const PlanResult& r) {
@@ -110,10 +129,10 @@ nlohmann::json Rejected(const PlanResult& r) {
 }
 }  // namespace
 
-nlohmann::json PlanToJson(const PlanResult& r, const Job& job) {
+nlohmann::json PlanToJson(const PlanResult& r, const Job& job, const PlanPrintContext& ctx) {
   nlohmann::json plans = nlohmann::json::array(), pareto = nlohmann::json::array();
-  for (const auto& p : r.plans) plans.push_back(PlanJson(p));
-  for (const auto& p : r.pareto) pareto.push_back(PlanJson(p));
+  for (const auto& p : r.plans) plans.push_back(PlanJson(p, ctx));
+  for (const auto& p : r.pareto) pareto.push_back(PlanJson(p, ctx));
   nlohmann::json inputs = JobToJson(job);
   const Constraints& c = job.constraints;
   inputs["constraints"] = {{"deadline_hours", c.deadline_hours}, {"budget_usd", c.budget_usd}, {"max_gpus", c.max_gpus},
@@ -186,7 +205,7 @@ const char* kLegend =
     "and restarts, final save); cost = wall-clock x price x nodes + storage, x rerun factor; objective balanced = wall-clock x cost\n";
 }  // namespace
 
-std::string PlanToText(const PlanResult& r, const Job& job, bool md) {
+std::string PlanToText(const PlanResult& r, const Job& job, bool md, const PlanPrintContext& ctx) {
   std::string out;
   char buf[600];
   std::snprintf(buf, sizeof buf, "%s%s, %s, %s tokens at seq %lld, global batch %lld; objective %s\n",
@@ -250,6 +269,12 @@ std::string PlanToText(const PlanResult& r, const Job& job, bool md) {
     }
     for (const auto& w : p.warnings) line("warning", w);
     line("bottleneck", p.bottleneck);
+    if (ctx.catalog) {
+      const PlanTrust trust = Trust(p, ctx);
+      std::string e = ExpectedErrorLine(trust.expected);
+      line("expected error", e.substr(e.find(": ") + 2));
+      if (!trust.efficiency_note.empty()) line("note", trust.efficiency_note);
+    }
   }
   if (!r.pareto.empty()) {
     out += md ? "\n### Pareto front (wall-clock vs cost)\n\n" : "\npareto front (wall-clock vs cost)\n";

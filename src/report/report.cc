@@ -117,6 +117,29 @@ nlohmann::json JobToJson(const Job& job) {
   return {{"model", model}, {"training", training}, {"parallel", parallel}, {"cluster", cluster}};
 }
 
+std::string ExpectedErrorLine(const ExpectedError& e) {
+  auto part = [](const char* what, const std::optional<ErrorBand>& b) {
+    char buf[400];
+    if (!b) {
+      std::snprintf(buf, sizeof buf, "%s: no validated group with %d or more runs", what, kMinBandRows);
+    } else {
+      std::snprintf(buf, sizeof buf, "%s ±%.0f%% (p90 of %d validated runs: %s; mean %+.0f%%)", what, 100 * b->p90_abs, b->rows,
+                    b->Group().c_str(), 100 * b->mean_signed);
+    }
+    return std::string(buf);
+  };
+  return "expected error: " + part("step time", e.throughput) + ", " + part("memory", e.memory) + " (data/error_bands.csv)";
+}
+
+nlohmann::json ExpectedErrorToJson(const ExpectedError& e) {
+  auto band = [](const std::optional<ErrorBand>& b) -> nlohmann::json {
+    if (!b) return nullptr;
+    return {{"p90_abs", b->p90_abs}, {"median_abs", b->median_abs}, {"mean_signed", b->mean_signed}, {"rows", b->rows},
+            {"group", b->Group()}, {"framework", b->framework}, {"gpu_family", b->gpu_family}, {"method", b->method}};
+  };
+  return {{"step_time", band(e.throughput)}, {"memory", band(e.memory)}, {"source", "data/error_bands.csv"}};
+}
+
 MemoryReport BuildMemoryReport(const Job& job, const GpuSpec& gpu, const Calibration& cal) {
   MemoryReport r{job, gpu, EstimateMemory(job, cal), {}, false};
   r.fits = r.memory.total_bytes <= gpu.memory_bytes;

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "gpuplan/error_bands.h"
 #include "gpuplan/strings.h"
 #include "stages.h"
 
@@ -169,6 +170,15 @@ void Relax(const Job& job, const Catalog& catalog, const Calibration& cal, const
   if (r.empty()) r = "deadline and budget are each reachable but not together: relax either (see the fastest and cheapest plans with one of them removed)";
   out.relax = r;
 }
+// The default headroom's band: the memory band of the job's nearest validated group, on the
+// pinned GPU's family (any family when the GPU is open).
+constexpr double kMaxDefaultHeadroom = 0.5;  // a band wider than half the card plans nothing: say so, cap it
+std::optional<ErrorBand> DefaultHeadroomBand(const Job& job, const Catalog& catalog) {
+  std::string family;
+  if (job.IsSet("cluster.gpu"))
+    if (auto g = catalog.FindGpu(job.cluster.gpu); g.ok()) family = g->family;
+  return ExpectedErrorFor(job, family).memory;
+}
 }  // namespace
 
 Result<PlanResult> PlanJob(const Job& job_in, const Catalog& catalog, const Calibration& cal, const PlanOptions& options) {
@@ -181,9 +191,16 @@ Result<PlanResult> PlanJob(const Job& job_in, const Catalog& catalog, const Cali
   if (job.IsSet("constraints.min_memory_headroom")) {
     ctx.headroom = job.constraints.min_memory_headroom;
     out.memory_headroom_source = "constraints.min_memory_headroom";
+  } else if (const auto band = DefaultHeadroomBand(job, catalog)) {
+    // The memory model's p90 error on the nearest validated group (data/error_bands.csv).
+    ctx.headroom = std::min(band->p90_abs, kMaxDefaultHeadroom);
+    char buf[300];
+    std::snprintf(buf, sizeof buf, "the memory model's p90 error on %d validated runs (%s, data/error_bands.csv)%s", band->rows,
+                  band->Group().c_str(), band->p90_abs > kMaxDefaultHeadroom ? ", capped at 50%" : "");
+    out.memory_headroom_source = buf;
   } else {
     ctx.headroom = cal.Get("memory_model_error_margin");
-    out.memory_headroom_source = "the memory model's p90 error, calibration memory_model_error_margin";
+    out.memory_headroom_source = "the memory model's p90 error, calibration memory_model_error_margin (no validated group)";
   }
   out.memory_headroom = ctx.headroom;
   const bool lora = IsAdapterMethod(job.training.method);

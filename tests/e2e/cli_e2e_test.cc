@@ -309,6 +309,37 @@ TEST(Cli, ValidateWritesReportAndHonoursThresholds) {
   EXPECT_EQ(strict.exit_code, 2);
 }
 
+TEST(Cli, EstimateCarriesTheExpectedErrorBand) {
+  Proc r = Exec("estimate --model llama-2-7b --gpu a100-80gb --method lora --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(j.contains("expected_error")) << r.out;
+  for (const char* k : {"step_time", "memory"}) {
+    ASSERT_TRUE(j["expected_error"].contains(k)) << k;
+    const auto& b = j["expected_error"][k];
+    if (b.is_null()) continue;  // no validated group: null, never a made-up band
+    for (const char* f : {"p90_abs", "median_abs", "mean_signed", "rows", "group"}) EXPECT_TRUE(b.contains(f)) << k << "." << f;
+    EXPECT_GE(b["rows"].get<int>(), 5);
+  }
+  EXPECT_TRUE(j.contains("efficiency_note"));
+  Proc t = Exec("estimate --model llama-2-7b --gpu a100-80gb --method lora");
+  ASSERT_EQ(t.exit_code, 0) << t.out;
+  EXPECT_NE(t.out.find("expected error: step time"), std::string::npos) << t.out;
+}
+
+TEST(Cli, ValidateWritesErrorBandsWhereAsked) {
+  const std::string bands = ::testing::TempDir() + "/bands.csv";
+  std::remove(bands.c_str());
+  Proc r = Exec("validate " + std::string(GPUPLAN_SHARED_DIR) + "/validation/peft_runs.csv --write - --bands " + bands);
+  ASSERT_EQ(r.exit_code, 0) << r.out.substr(r.out.size() > 2000 ? r.out.size() - 2000 : 0);
+  std::ifstream f(bands);
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text.rfind("kind,framework,gpu_family,method,rows,median_abs,p90_abs,mean_signed\n", 0), 0u) << text;
+  EXPECT_NE(text.find("\nthroughput,*,*,*,"), std::string::npos) << text;
+  EXPECT_NE(text.find("\nmemory,*,*,*,"), std::string::npos) << text;
+  EXPECT_NE(r.out.find("throughput held-out"), std::string::npos) << "the split is printed";
+}
+
 TEST(Cli, FuzzBadInputsNeverCrash) {
   const std::string good =
       "model:\n  preset: llama-3-8b\ntraining:\n  seq_len: 4096\n  micro_batch: 2\n  recompute: selective\n"

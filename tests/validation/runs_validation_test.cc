@@ -7,6 +7,7 @@
 #include <iterator>
 
 #include "gpuplan/data.h"
+#include "gpuplan/error_bands.h"
 
 #include "gpuplan/report.h"
 #include "gpuplan/validation.h"
@@ -36,17 +37,67 @@ TEST(RunsValidation, TokensPerSecondPerGpu) {
     if (!r.used) EXPECT_FALSE(r.reason.empty()) << "line " << r.row.line;
 }
 
-// docs/validation.md states the project's error: it must come from a run of the code and data
-// being tested. Regenerate it with `bash scripts/validate.sh` when this fails.
+std::vector<std::string> PublishedFiles() {
+  std::vector<std::string> files;
+  for (const char* f : {"runs.csv", "memory.csv", "runs_vtrain.csv", "peft_runs.csv"})
+    files.push_back(std::string(GPUPLAN_SHARED_DIR) + "/validation/" + f);
+  return files;
+}
+
+std::string ReadSource(const std::string& rel) {
+  std::ifstream f(std::string(GPUPLAN_SOURCE_DIR) + "/" + rel);
+  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+// docs/validation.md states the project's error and data/error_bands.csv the bands every estimate
+// prints: both must come from a run of the code and data being tested. Regenerate them with
+// `bash scripts/validate.sh` when this fails.
 TEST(RunsValidation, PublishedReportIsCurrent) {
-  std::ifstream f(std::string(GPUPLAN_SOURCE_DIR) + "/docs/validation.md");
-  ASSERT_TRUE(f.good()) << "docs/validation.md is missing";
-  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const std::string text = ReadSource("docs/validation.md");
+  ASSERT_FALSE(text.empty()) << "docs/validation.md is missing";
   const std::string tag = "model fingerprint ";
   const auto at = text.find(tag);
   ASSERT_NE(at, std::string::npos);
   EXPECT_EQ(text.substr(at + tag.size(), 12), ModelFingerprint())
       << "src/model or data/ changed since docs/validation.md was generated: run bash scripts/validate.sh";
+  auto cat = LoadCatalog();
+  ASSERT_TRUE(cat.ok());
+  auto rep = ValidateRuns(PublishedFiles(), *cat, Calibration::Builtin());
+  ASSERT_TRUE(rep.ok()) << rep.status().ToString();
+  EXPECT_EQ(ReadSource("data/error_bands.csv"), ErrorBandsToCsv(rep->bands))
+      << "data/error_bands.csv is not what validate gives on the published files: run bash scripts/validate.sh";
+  EXPECT_EQ(std::string(EmbeddedData("error_bands.csv")), ReadSource("data/error_bands.csv"))
+      << "the build embeds another data/error_bands.csv: rebuild";
+}
+
+// docs/validation.md lists every group of every dimension (small ones marked, never hidden), the
+// split, and the error on each side of it.
+TEST(RunsValidation, ReportListsEveryGroupAndTheSplit) {
+  auto cat = LoadCatalog();
+  ASSERT_TRUE(cat.ok());
+  auto rep = ValidateRuns(PublishedFiles(), *cat, Calibration::Builtin());
+  ASSERT_TRUE(rep.ok()) << rep.status().ToString();
+  const std::string md = ValidationToMarkdown(*rep, "published files", Calibration::Builtin());
+  EXPECT_NE(md.find(SplitRule()), std::string::npos);
+  EXPECT_GT(rep->fit_throughput.rows, 0);
+  EXPECT_GT(rep->held_out_throughput.rows, 0);
+  EXPECT_GT(rep->fit_memory.rows, 0);
+  EXPECT_GT(rep->held_out_memory.rows, 0);
+  int small = 0;
+  for (const auto& g : rep->groups)
+    for (const auto* list : {&g.throughput, &g.memory})
+      for (const auto& s : *list) {
+        EXPECT_NE(md.find("| " + s.group + (s.rows < kMinBandRows ? " (fewer than 5 rows)" : "") + " "), std::string::npos)
+            << g.dimension << ": " << s.group;
+        small += s.rows < kMinBandRows;
+      }
+  EXPECT_GT(small, 0) << "the published files have small groups: they must be listed";
+  // The fine-tuning file's rows are predicted, by method.
+  bool lora = false, qlora = false;
+  for (const auto& g : rep->groups)
+    if (g.dimension == "method")
+      for (const auto& s : g.throughput) lora |= s.group == "lora", qlora |= s.group == "qlora";
+  EXPECT_TRUE(lora && qlora);
 }
 
 }  // namespace

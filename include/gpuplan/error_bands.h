@@ -1,0 +1,60 @@
+// How far to trust an estimate: the error that `gpuplan validate` measured on published runs, by
+// group (data/error_bands.csv, written by `gpuplan validate --bands`; docs/validation.md explains
+// the groups). Every estimate and plan prints the band of its nearest group.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpuplan/job.h"
+#include "gpuplan/status.h"
+
+namespace gpuplan {
+
+// A group needs this many validated runs before its band is used (smaller groups are listed in
+// docs/validation.md and data/error_bands.csv, never used as a band).
+constexpr int kMinBandRows = 5;
+
+// "*" in framework / gpu_family / method: any (a coarser group).
+struct ErrorBand {
+  std::string kind;        // throughput | memory
+  std::string framework;   // ToString(Framework), or "*"
+  std::string gpu_family;  // catalog family (hopper, ampere, ...), or "*"
+  std::string method;      // ToString(Method), or "*"
+  int rows = 0;            // validated runs in the group
+  double median_abs = 0, p90_abs = 0, mean_signed = 0;  // fractions: (predicted - measured) / measured
+  // "framework=megatron x gpu=hopper x method=full", "method=lora", "all runs".
+  std::string Group() const;
+};
+
+class ErrorBands {
+ public:
+  // data/error_bands.csv as compiled in; empty when the file is empty or absent. Aborts only if the
+  // shipped file is malformed (unit-tested).
+  static const ErrorBands& Builtin();
+  static Result<ErrorBands> Parse(std::string_view text, const std::string& file_name);
+  // The nearest group with at least kMinBandRows runs of `kind`: framework x family x method, then
+  // framework x method, then method, then all runs. An empty family skips the first level.
+  std::optional<ErrorBand> Nearest(const std::string& kind, const std::string& framework, const std::string& gpu_family,
+                                   const std::string& method) const;
+  const std::vector<ErrorBand>& bands() const { return bands_; }
+  void Add(ErrorBand b) { bands_.push_back(std::move(b)); }
+
+ private:
+  std::vector<ErrorBand> bands_;
+};
+
+// The bands of a job on a GPU family (empty family: not pinned), nearest group each: what every
+// estimate and plan prints and what the planner's default memory headroom uses.
+struct ExpectedError {
+  std::optional<ErrorBand> throughput;  // step time / tokens per second
+  std::optional<ErrorBand> memory;      // peak memory per GPU
+};
+ExpectedError ExpectedErrorFor(const Job& job, const std::string& gpu_family, const ErrorBands& bands = ErrorBands::Builtin());
+
+// The CSV text of `bands` (the header Parse reads).
+std::string ErrorBandsToCsv(const std::vector<ErrorBand>& bands);
+
+}  // namespace gpuplan

@@ -31,6 +31,8 @@ struct MemoryBreakdown {
   // is what the GPU must hold (reserved + CUDA context + NCCL buffers, as nvidia-smi shows).
   double allocated_bytes = 0;
   double reserved_bytes = 0;
+  double paged_bytes = 0;         // of optimizer_bytes: CUDA unified memory (paged optimizers), resident
+                                  // on the GPU but outside the caching allocator (in total, not reserved)
   double host_bytes = 0;          // CPU memory needed by offload (per GPU)
   double params_on_gpu = 0;       // parameters held by this GPU's model-parallel shard (before ZeRO)
   int64_t total_params = 0;
@@ -46,6 +48,16 @@ struct LayerActivation {
   double full_bytes = 0;          // what the layer saves with no recompute (the recompute working set)
 };
 LayerActivation LayerActivationBytes(const Job& job, bool moe_layer);
+
+// §3.6 the cross-entropy's logit-sized tensors, per logit element (tokens x vocab / tp), for the
+// job's loss (training.loss; auto = the framework's default, data/frameworks.csv mem_loss_*).
+struct LossMemory {
+  LossKind kind = LossKind::kStandard;   // the kind after resolving auto
+  double saved_bytes_per_logit = 0;      // kept from forward to backward (an activation)
+  double transient_bytes_per_logit = 0;  // live only during the loss backward (a buffer)
+  double chunks = 1;                     // chunked: chunks the logits are computed in
+};
+LossMemory ResolveLossMemory(const Job& job, const Calibration& cal = Calibration::Builtin());
 
 // Peak over pipeline stages (first and last stage differ by embedding/logits).
 // detail=false skips the explained items (the totals are identical): the search's fast path.

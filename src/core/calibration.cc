@@ -69,6 +69,7 @@ constexpr KeyRule kRules[] = {
     // issue 9, throughput keys (data/efficiency.csv)
     {"dequant_eff.", {1e-3, 1}},  // docs/model/finetune.md FT§3: fraction of memory bandwidth a dequant kernel reaches
     // issue 9, memory keys (data/calibration.csv)
+    {"loss_chunks", {1, 1e6}},
     // data/frameworks.csv: framework.<name>.<mechanism> (docs/model/frameworks.md); factors,
     // fractions and seconds alike stay within this bound.
     {"framework.", {0, 1e4}},

@@ -23,6 +23,59 @@ bool IsLora(const Job& j) {
 // fp32 constant per 256 blocks -> 8/64 + 32/(64*256) bits (Dettmers et al. 2023 §3).
 constexpr double kNf4BytesPerParam = 0.5;
 constexpr double kNf4ConstBytesPerParam = (8.0 / 64.0 + 32.0 / (64.0 * 256.0)) / 8.0;
+// §2.4 GPTQ / AWQ (AutoGPTQ, AutoAWQ packing at group size 128): 4-bit qweight, an fp16 scale and
+// a 4-bit zero point per group of 128 weights -> 0.5 + (2 + 0.5) / 128 B.
+constexpr double kGroup4BytesPerParam = 0.5 + (2.0 + 0.5) / 128.0;
+// §2.4 bitsandbytes LLM.int8 (Dettmers et al. 2022 §3.2): int8 weights and one fp32 absmax per
+// output row (4 B / d_in per weight, d_in = hidden).
+constexpr double kInt8BytesPerParam = 1.0;
+
+// §2.4 bytes per weight of a quantized frozen linear (with its constants); `hidden` for the
+// per-row constants of int8.
+double QuantBytesPerParam(BaseQuant q, double hidden) {
+  switch (q) {
+    case BaseQuant::kNf4: return kNf4BytesPerParam + kNf4ConstBytesPerParam;
+    case BaseQuant::kGptq:
+    case BaseQuant::kAwq: return kGroup4BytesPerParam;
+    case BaseQuant::kInt8: return kInt8BytesPerParam + 4.0 / std::max(1.0, hidden);
+  }
+  return kNf4BytesPerParam + kNf4ConstBytesPerParam;
+}
+
+// §5 PyTorch CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp): requests above
+// kMinLargeAlloc (10 MiB) are rounded up to kRoundLarge (2 MiB): half a 2 MiB page lost per
+// such tensor on average; smaller ones share 2 MiB / 20 MiB segments at 512 B granularity.
+constexpr double kMinLargeAllocBytes = 10.0 * 1024 * 1024;
+constexpr double kRoundLargeBytes = 2.0 * 1024 * 1024;
+
+// The adapted projections of one dense layer: sum of output widths (DoRA's magnitude vectors and
+// its extra saved outputs) and the largest d_in x d_out (DoRA's combined weight), per TP rank.
+struct AdaptedDims {
+  double out_sum = 0;
+  double largest_matrix = 0;
+  int count = 0;
+};
+AdaptedDims AdaptedProjections(const Job& job) {
+  const Arch& a = job.arch;
+  const double h = static_cast<double>(a.hidden), f = static_cast<double>(a.Ffn());
+  const double t = static_cast<double>(job.parallel.tp);
+  struct Proj { const char* name; double d_in, d_out; };
+  const Proj projs[] = {{"q_proj", h, static_cast<double>(a.QDim())}, {"k_proj", h, static_cast<double>(a.KvDim())},
+                        {"v_proj", h, static_cast<double>(a.VDim())}, {"o_proj", static_cast<double>(a.ODim()), h},
+                        {"gate_proj", h, a.GatedMlp() ? f : 0.0},     {"up_proj", h, f},
+                        {"down_proj", f, h}};
+  AdaptedDims d;
+  for (const auto& p : projs) {
+    if (p.d_out <= 0) continue;
+    bool on = false;
+    for (const auto& tgt : job.training.lora.targets) on = on || tgt == p.name || tgt == "all-linear";
+    if (!on) continue;
+    ++d.count;
+    d.out_sum += p.d_out / t;
+    d.largest_matrix = std::max(d.largest_matrix, p.d_in * p.d_out / t);
+  }
+  return d;
+}
 
 struct StageParams {
   double dense = 0;   // parameters on this GPU that shard over dp*cp (after TP/PP split)
@@ -69,6 +122,43 @@ StageParams ParamsOnGpu(const Job& job, int stage) {
   return sp;
 }
 
+// §5 rounding of model-state tensors. Torch optimizers keep one state tensor per parameter and
+// FSDP2 one shard per parameter; each above 10 MiB sits in a 2 MiB-rounded block and loses on
+// average 1 MiB. Flat buffers (DeepSpeed ZeRO-1/2 partitions, Megatron's distributed optimizer)
+// lose nothing. Counted per linear matrix of the layers on this GPU (the bulk of the tensors).
+double StaticRoundingBytes(const Job& job, const StageParams& sp, double shard) {
+  const Arch& a = job.arch;
+  const TrainingSpec& tr = job.training;
+  const ParallelSpec& par = job.parallel;
+  const double mats = static_cast<double>(sp.layers) * (4 + (a.GatedMlp() ? 3 : 2));
+  if (mats <= 0 || sp.linear <= 0) return 0;
+  const double per_matrix = sp.linear / mats;  // parameters of an average matrix on this GPU
+  auto lost = [&](double bytes_per_param, bool sharded, double copies) {
+    const double tensor = per_matrix * bytes_per_param / (sharded ? shard : 1.0);
+    return tensor > kMinLargeAllocBytes ? copies * mats * kRoundLargeBytes / 2 : 0.0;
+  };
+  const double wb = WeightBytesPerParam(job);
+  if (IsAdapterMethod(tr.method)) {
+    const double qb = tr.method == Method::kQlora ? QuantBytesPerParam(tr.quant, static_cast<double>(a.hidden)) : wb;
+    return lost(qb, par.zero >= 3, 1);
+  }
+  double r = 0;
+  if (par.offload != Offload::kOptimizerParams) r += lost(wb, par.zero >= 3, 1);
+  if (!tr.optimizer_in_backward) r += lost(GradBytesPerParam(job), par.zero >= 3, 1);
+  if (par.offload == Offload::kNone && (par.zero == 0 || par.zero >= 3) && tr.optimizer != Optimizer::kPagedAdamW8bit) {
+    const bool pure = tr.master_weights == MasterWeights::kNone || tr.precision == Precision::kFp32;
+    const double state = pure ? wb : 4;
+    if (!pure) r += lost(4, par.zero >= 3, 1);  // fp32 master
+    switch (tr.optimizer) {
+      case Optimizer::kAdamW: r += lost(state, par.zero >= 3, 2); break;
+      case Optimizer::kAdamW8bit: r += lost(1, par.zero >= 3, 2); break;
+      case Optimizer::kSgd: r += lost(state, par.zero >= 3, 1); break;
+      default: break;
+    }
+  }
+  return r;
+}
+
 // §3.1 norms: LayerNorm (fused) keeps its input, the next linear keeps its output: 2 x sbh.
 // RMSNorm as written in Llama-style code (x * rsqrt(mean(x^2)) * w) also keeps x-hat: 3 x sbh.
 double NormSavedPerToken(const Arch& a) { return a.norm == NormKind::kLayerNorm ? 2.0 : 3.0; }
@@ -90,17 +180,21 @@ double GradBytesPerParam(const Job& j) {
   return (j.training.precision == Precision::kFp32 || j.training.fp32_grads) ? 4 : 2;
 }
 double OptimizerBytesPerParam(const Job& j) {
-  const double master = j.training.precision == Precision::kFp32 ? 0 : 4;  // fp32 master copy
+  // master_weights none (torchtune's single-device bf16 recipes, litgpt bf16-true): no fp32
+  // master, and torch optimizers create their states like the parameter (zeros_like): 16-bit.
+  const bool pure = j.training.precision != Precision::kFp32 && j.training.master_weights == MasterWeights::kNone;
+  const double master = j.training.precision == Precision::kFp32 || pure ? 0 : 4;  // fp32 master copy
+  const double state = pure ? WeightBytesPerParam(j) : 4;  // one full-size optimizer state
   switch (j.training.optimizer) {
-    case Optimizer::kAdamW: return master + 8;      // m, v in fp32
+    case Optimizer::kAdamW: return master + 2 * state;  // m, v
     case Optimizer::kAdamW8bit: return master + 2;  // m, v in 8 bits (bitsandbytes, blockwise)
     case Optimizer::kPagedAdamW8bit: return master + 2;  // same states, in pageable unified memory
     // Adafactor (Shazeer & Stern 2018 §3, HF default beta1=None): no first moment, the second
     // moment factored into a row and a column vector per matrix: O(rows + cols), ~0 per param.
     case Optimizer::kAdafactor: return master;
-    case Optimizer::kSgd: return master + 4;        // momentum in fp32
+    case Optimizer::kSgd: return master + state;    // momentum
   }
-  return master + 8;
+  return master + 2 * state;
 }
 
 // §3: saved activations of one layer for one micro-batch.
@@ -164,6 +258,10 @@ LayerActivation LayerActivationBytes(const Job& job, bool moe_layer) {
         if (tgt == name || tgt == "all-linear") ++targets;
     }
     lora = targets * sb * tr.lora.rank * ab;
+    // §3.3 DoRA (PEFT's DoraLinearLayer): the output is rescaled by the magnitude over the
+    // (detached) weight norm, (m/||W'|| - 1) * base + m/||W'|| * lora * scale: the product saves
+    // the base output and the adapter output of every adapted projection, 2 x sb x d_out.
+    if (tr.method == Method::kDora) lora += 2 * sb * AdaptedProjections(job).out_sum * ab;
   }
 
   LayerActivation out;
@@ -199,6 +297,76 @@ LayerActivation LayerActivationBytes(const Job& job, bool moe_layer) {
   return out;
 }
 
+namespace {
+
+// The per-framework facts of data/frameworks.csv the memory model reads (framework.<name>.loss,
+// the default cross-entropy kind, and framework.<name>.mem_*), their keys built once (no string
+// is built per estimate).
+struct FrameworkMemKeys {
+  std::string loss_kind, loss_chunks, loss_standard_bytes;
+};
+const FrameworkMemKeys& MemKeys(Framework f) {
+  static const std::vector<FrameworkMemKeys> keys = [] {
+    std::vector<FrameworkMemKeys> out;
+    for (const auto& n : FrameworkNames()) {
+      const std::string p = "framework." + n + ".";
+      out.push_back({p + "loss", p + "mem_loss_chunks", p + "mem_loss_standard_bytes_per_logit"});
+    }
+    return out;
+  }();
+  return keys[static_cast<size_t>(f)];
+}
+
+// A LossKind from its data code (1 standard, 2 chunked, 3 fused: data/frameworks.csv).
+LossKind LossFromCode(double code) {
+  return code >= 2.5 ? LossKind::kFused : code >= 1.5 ? LossKind::kChunked : LossKind::kStandard;
+}
+
+}  // namespace
+
+LossMemory ResolveLossMemory(const Job& job, const Calibration& cal) {
+  const TrainingSpec& tr = job.training;
+  const double ab = ActivationBytesPerElement(tr.precision);
+  LossMemory l;
+  l.kind = tr.loss;
+  const bool generic = tr.framework == Framework::kGeneric;
+  const FrameworkMemKeys* k = generic ? nullptr : &MemKeys(tr.framework);
+  if (l.kind == LossKind::kAuto) l.kind = k && cal.Has(k->loss_kind) ? LossFromCode(cal.Get(k->loss_kind)) : LossKind::kStandard;
+  switch (l.kind) {
+    case LossKind::kAuto:
+    case LossKind::kStandard:
+      if (tr.compile) {
+        // torch.compile fuses log_softmax + nll: the fp32 input is saved, backward writes one
+        // fp32 gradient and its 16-bit cast.
+        l.saved_bytes_per_logit = 4;
+        l.transient_bytes_per_logit = 4 + ab;
+      } else {
+        // eager: fp32 log-probabilities saved; in backward the nll gradient and the
+        // log_softmax input gradient (two fp32 logit-sized tensors) are live with them.
+        const double peak = k && cal.Has(k->loss_standard_bytes) ? cal.Get(k->loss_standard_bytes) : 12.0;
+        l.saved_bytes_per_logit = std::min(4.0, peak);
+        l.transient_bytes_per_logit = peak - l.saved_bytes_per_logit;
+      }
+      break;
+    case LossKind::kChunked: {
+      // the 16-bit logits of every chunk are kept; fp32 (log-probs + two gradients) for one
+      // chunk at a time.
+      const double chunks = k && cal.Has(k->loss_chunks) ? cal.Get(k->loss_chunks) : cal.Get("loss_chunks");
+      l.chunks = std::max(1.0, chunks);
+      l.saved_bytes_per_logit = ab;
+      l.transient_bytes_per_logit = 12.0 / l.chunks;
+      break;
+    }
+    case LossKind::kFused:
+      // the 16-bit logits, the gradient written in place (Unsloth's fast cross-entropy); Liger's
+      // fused linear cross-entropy holds even less (a chunk).
+      l.saved_bytes_per_logit = 0;
+      l.transient_bytes_per_logit = ab;
+      break;
+  }
+  return l;
+}
+
 MemoryBreakdown EstimateMemoryForStage(const Job& job, int stage, const Calibration& cal, bool detail) {
   MemoryBreakdown m;
   const Arch& a = job.arch;
@@ -211,6 +379,8 @@ MemoryBreakdown EstimateMemoryForStage(const Job& job, int stage, const Calibrat
   m.params_on_gpu = sp.dense + sp.expert;
   const double shard = ShardDp(job), eshard = ShardExpert(job);
   const double wb = WeightBytesPerParam(job), gb = GradBytesPerParam(job), ob = OptimizerBytesPerParam(job);
+  const double t = static_cast<double>(par.tp);
+  const bool paged = tr.optimizer == Optimizer::kPagedAdamW8bit;
   // Explanations are built only when asked for (the search calls this millions of times).
 #define ADD(cat, name, bytes, formula) \
   do {                                  \
@@ -222,6 +392,10 @@ MemoryBreakdown EstimateMemoryForStage(const Job& job, int stage, const Calibrat
     return bytes_per_param * (sp.dense / (on ? shard : 1.0) + sp.expert / (on ? eshard : 1.0));
   };
   const char* zero_note = par.zero > 0 ? " / (dp*cp) under ZeRO" : "";
+  // §2.5 optimizer in backward: each parameter's step runs as soon as its gradient is reduced
+  // (torchtune optimizer_in_bwd), so one layer's gradients (or the embedding's) are live at once.
+  const double in_bwd_params = std::max(sp.layer, static_cast<double>(a.vocab) * a.hidden / t);
+  double optimizer_paged = 0;  // optimizer bytes in unified memory (outside the caching allocator)
 
   if (!IsLora(job)) {
     m.trainable_params = pc.total;
@@ -232,46 +406,58 @@ MemoryBreakdown EstimateMemoryForStage(const Job& job, int stage, const Calibrat
       ADD("weights", "weights (" + ToString(tr.precision == Precision::kFp32 ? Precision::kFp32 : Precision::kBf16) + ")",
           m.weights_bytes, Fmt("%.0f B x %.4g params", wb, sp.dense + sp.expert) + (par.zero >= 3 ? zero_note : ""));
     }
-    m.gradients_bytes = sharded(gb, 2);
-    ADD("gradients", gb == 4 ? "gradients (fp32)" : "gradients (16-bit)", m.gradients_bytes,
-        Fmt("%.0f B x %.4g params", gb, sp.dense + sp.expert) + (par.zero >= 2 ? zero_note : ""));
+    if (tr.optimizer_in_backward) {
+      m.gradients_bytes = gb * in_bwd_params / (par.zero >= 2 ? shard : 1.0);
+      ADD("gradients", "gradients of one layer (optimizer step in backward)", m.gradients_bytes,
+          Fmt("%.0f B x %.4g params (the largest of a layer and the embedding)", gb, in_bwd_params));
+    } else {
+      m.gradients_bytes = sharded(gb, 2);
+      ADD("gradients", gb == 4 ? "gradients (fp32)" : "gradients (16-bit)", m.gradients_bytes,
+          Fmt("%.0f B x %.4g params", gb, sp.dense + sp.expert) + (par.zero >= 2 ? zero_note : ""));
+    }
     const double opt = sharded(ob, 1);
     if (par.offload != Offload::kNone) {
       m.host_bytes += opt;
     } else {
       m.optimizer_bytes = opt;
-      ADD("optimizer", "optimizer states (" + ToString(tr.optimizer) + (wb == 2 ? ", fp32 master" : "") + ")",
-          opt, Fmt("%.0f B x %.4g params", ob, sp.dense + sp.expert) + (par.zero >= 1 ? zero_note : ""));
+      if (paged) optimizer_paged = opt;
+      const bool master = wb == 2 && tr.master_weights == MasterWeights::kFp32;
+      ADD("optimizer", "optimizer states (" + ToString(tr.optimizer) + (master ? ", fp32 master" : "") + (paged ? ", paged" : "") + ")",
+          opt, Fmt("%.4g B x %.4g params", ob, sp.dense + sp.expert) + (par.zero >= 1 ? zero_note : ""));
     }
   } else {
-    // §2.4 LoRA: frozen base in the compute dtype (QLoRA: NF4 linears), trainable adapters with
-    // mixed-precision AdamW state.
+    // §2.4 LoRA: frozen base in the compute dtype (QLoRA: quantized linears), trainable adapters
+    // with their optimizer state (DoRA adds a magnitude vector per adapted projection).
     const double base_div = par.zero >= 3 ? shard : 1.0;
     const double params_gpu = sp.dense + sp.expert;
     double base = 0;
     if (tr.method == Method::kQlora) {
-      base = sp.linear * (kNf4BytesPerParam + kNf4ConstBytesPerParam) + (params_gpu - sp.linear) * wb;
-      ADD("weights", "frozen base (NF4 linears + quantization constants, 16-bit rest)", base / base_div,
-          Fmt("%.4g linear params x %.4f B + %.4g other x %.0f B", sp.linear,
-              kNf4BytesPerParam + kNf4ConstBytesPerParam, params_gpu - sp.linear, wb));
+      const double qb = QuantBytesPerParam(tr.quant, static_cast<double>(a.hidden));
+      base = sp.linear * qb + (params_gpu - sp.linear) * wb;
+      ADD("weights", "frozen base (" + ToString(tr.quant) + " linears + quantization constants, 16-bit rest)", base / base_div,
+          Fmt("%.4g linear params x %.4f B + %.4g other x %.0f B", sp.linear, qb, params_gpu - sp.linear, wb));
     } else {
       base = params_gpu * wb;
       ADD("weights", "frozen base weights", base / base_div, Fmt("%.0f B x %.4g params", wb, params_gpu));
     }
     const double lora_total = static_cast<double>(CountLoraParams(a, tr.lora));
-    m.trainable_params = static_cast<int64_t>(lora_total);
-    const double adapters = lora_total * sp.layers / a.layers / par.tp;
+    const double magnitudes = tr.method == Method::kDora ? AdaptedProjections(job).out_sum * sp.layers : 0;
+    const double adapters = lora_total * sp.layers / a.layers / par.tp + magnitudes;
+    m.trainable_params = static_cast<int64_t>(lora_total + (tr.method == Method::kDora ? magnitudes * t * a.layers / sp.layers : 0));
     const double adapter_w = adapters * wb / (par.zero >= 3 ? shard : 1.0);
-    ADD("weights", "LoRA adapters", adapter_w, Fmt("%.0f B x %.4g adapter params", wb, adapters));
+    ADD("weights", tr.method == Method::kDora ? "DoRA adapters + magnitude vectors" : "LoRA adapters", adapter_w,
+        Fmt("%.0f B x %.4g adapter params", wb, adapters));
     m.weights_bytes = base / base_div + adapter_w;
-    m.gradients_bytes = adapters * gb / (par.zero >= 2 ? shard : 1.0);
-    ADD("gradients", "adapter gradients", m.gradients_bytes, Fmt("%.0f B x %.4g", gb, adapters));
+    const double live_adapters = tr.optimizer_in_backward ? adapters / std::max<int64_t>(1, sp.layers) : adapters;
+    m.gradients_bytes = live_adapters * gb / (par.zero >= 2 ? shard : 1.0);
+    ADD("gradients", "adapter gradients", m.gradients_bytes, Fmt("%.0f B x %.4g", gb, live_adapters));
     const double opt = adapters * ob / (par.zero >= 1 ? shard : 1.0);
     if (par.offload != Offload::kNone) {
       m.host_bytes += opt;
     } else {
       m.optimizer_bytes = opt;
-      ADD("optimizer", "adapter optimizer states", opt, Fmt("%.0f B x %.4g", ob, adapters));
+      if (paged) optimizer_paged = opt;
+      ADD("optimizer", "adapter optimizer states", opt, Fmt("%.4g B x %.4g", ob, adapters));
     }
   }
 
@@ -285,13 +471,24 @@ MemoryBreakdown EstimateMemoryForStage(const Job& job, int stage, const Calibrat
   const LayerActivation moe_act = a.IsMoe() ? LayerActivationBytes(job, true) : dense_act;
   const double per_mb = (sp.layers - sp.moe_layers) * dense_act.saved_bytes + sp.moe_layers * moe_act.saved_bytes;
   const double inflight = static_cast<double>(m.inflight_microbatches) * interleave;
-  m.activations_bytes = per_mb * inflight;
-  ADD("activations", std::string("transformer layers (") + (tr.recompute == Recompute::kNone ? "no" : ToString(tr.recompute).c_str()) + " recompute)", m.activations_bytes,
-      Fmt("%.4g B/layer x %.0f layers x %.3g micro-batches in flight", dense_act.saved_bytes,
-          static_cast<double>(sp.layers), inflight));
+  const double layer_acts = per_mb * inflight;
+  if (tr.activation_offload) {
+    // §3.7 activation offload (torchtune OffloadActivations, FSDP CPU offload of checkpoints):
+    // saved layer activations live in pinned host memory; the GPU holds the layer being
+    // offloaded and the one being brought back (two layers).
+    m.host_bytes += layer_acts;
+    const double resident = std::min(layer_acts, 2 * std::max(dense_act.saved_bytes, moe_act.saved_bytes));
+    m.activations_bytes = resident;
+    ADD("activations", "transformer layers (offloaded to host; two layers resident)", resident,
+        Fmt("2 x %.4g B/layer on the GPU; %.4g B in host memory", dense_act.saved_bytes, layer_acts));
+  } else {
+    m.activations_bytes = layer_acts;
+    ADD("activations", std::string("transformer layers (") + (tr.recompute == Recompute::kNone ? "no" : ToString(tr.recompute).c_str()) + " recompute)", m.activations_bytes,
+        Fmt("%.4g B/layer x %.0f layers x %.3g micro-batches in flight", dense_act.saved_bytes,
+            static_cast<double>(sp.layers), inflight));
+  }
   const double s_local = static_cast<double>(tr.seq_len) / par.cp;
   const double sb = s_local * tr.micro_batch;
-  const double t = static_cast<double>(par.tp);
   const double ab = ActivationBytesPerElement(tr.precision);
   const double rep = par.sequence_parallel ? t : 1.0;
   if (stage == 0) {
@@ -302,13 +499,16 @@ MemoryBreakdown EstimateMemoryForStage(const Job& job, int stage, const Calibrat
   }
   double loss_transient = 0;
   if (stage == par.pp - 1) {
-    // §3.6 output: final norm input/output and fp32 log-probabilities of the cross-entropy.
-    const double head = NormSavedPerToken(a) * sb * a.hidden / rep * ab + NormStatsBytesPerToken(a) * sb / rep +
-                        4 * sb * a.vocab / t + 8 * sb;  // + int64 targets
+    // §3.6 output: final norm input/output, and the cross-entropy's logit-sized tensors by kind.
+    const LossMemory loss = ResolveLossMemory(job, cal);
+    const double logits = sb * a.vocab / t;
+    const double norm = NormSavedPerToken(a) * sb * a.hidden / rep * ab + NormStatsBytesPerToken(a) * sb / rep + 8 * sb;
+    const double head = norm + loss.saved_bytes_per_logit * logits;
     m.activations_bytes += head;
-    ADD("activations", "final norm + fp32 log-probs (cross-entropy)", head,
-        Fmt("%.0f x %.4g x %.0f B + 4 B x %.4g x vocab / tp", NormSavedPerToken(a), sb * a.hidden, ab, sb));
-    loss_transient = 8 * sb * a.vocab / t;  // two fp32 logit-sized gradients in loss backward
+    ADD("activations", "final norm + int64 targets + " + ToString(loss.kind) + " cross-entropy's saved logits", head,
+        Fmt("%.0f x %.4g x %.0f B + ", NormSavedPerToken(a), sb * a.hidden, ab) +
+            Fmt("%.3g B x %.4g tokens x vocab / tp", loss.saved_bytes_per_logit, sb));
+    loss_transient = loss.transient_bytes_per_logit * logits;
   }
 
   // §4 temporary buffers: the largest transient of the backward pass plus sharding buffers.
@@ -319,8 +519,8 @@ MemoryBreakdown EstimateMemoryForStage(const Job& job, int stage, const Calibrat
   const double transient = std::max(loss_transient, recompute_ws);
   if (transient > 0) {
     m.buffers_bytes += transient;
-    ADD("buffers", loss_transient >= recompute_ws ? "logits gradients (loss backward, fp32)" : "recompute working set (one layer)",
-        transient, loss_transient >= recompute_ws ? Fmt("8 B x %.4g tokens x vocab %.0f / tp", sb, static_cast<double>(a.vocab))
+    ADD("buffers", loss_transient >= recompute_ws ? "cross-entropy working set (loss backward)" : "recompute working set (one layer)",
+        transient, loss_transient >= recompute_ws ? Fmt("%.3g B x %.4g tokens x vocab %.0f / tp", loss_transient / std::max(1.0, sb * a.vocab / t), sb, static_cast<double>(a.vocab))
                                                   : "one layer's activations rebuilt in backward");
   }
   const bool gathers = (par.zero >= 3 && shard > 1) || par.offload == Offload::kOptimizerParams;
@@ -347,21 +547,40 @@ MemoryBreakdown EstimateMemoryForStage(const Job& job, int stage, const Calibrat
   if (tr.method == Method::kQlora) {
     const double deq = sp.largest_matrix * wb;
     m.buffers_bytes += deq;
-    ADD("buffers", "QLoRA dequantized matrix", deq, Fmt("largest matrix %.4g params x %.0f B", sp.largest_matrix, wb));
+    ADD("buffers", "quantized base: one dequantized matrix", deq, Fmt("largest matrix %.4g params x %.0f B", sp.largest_matrix, wb));
+  }
+  if (tr.method == Method::kDora) {
+    // §4 DoRA: B x A and W + s x B x A of one projection at a time, for the weight norm.
+    const double w = 2 * AdaptedProjections(job).largest_matrix * ab;
+    m.buffers_bytes += w;
+    ADD("buffers", "DoRA combined weight of one projection (for its norm)", w, "2 x d_out x d_in x activation bytes");
   }
 
-  // §5 runtime overhead and allocator headroom.
-  const double allocated = m.weights_bytes + m.gradients_bytes + m.optimizer_bytes + m.activations_bytes + m.buffers_bytes;
+  // §5 the caching allocator: what is allocated once (model states) and what churns every
+  // step (activations, buffers), and what the allocator holds beyond the live tensors.
+  const double static_alloc = m.weights_bytes + m.gradients_bytes + (m.optimizer_bytes - optimizer_paged);
+  const double churn = m.activations_bytes + m.buffers_bytes;
+  const double rounding = StaticRoundingBytes(job, sp, shard);
+  // The loss backward's vocab-sized tensors and the recompute's layer-sized ones are live at
+  // different times (allocated counts the larger), but the caching allocator cannot hand the
+  // blocks of one to the other once long-lived tensors (gradients, reduce-scatter outputs) are
+  // placed between them: reserved holds both working sets.
+  const double unshared = std::min(loss_transient, recompute_ws);
+  const double frag = unshared + cal.Get("allocator_fragmentation") * churn;
   const double ctx = cal.Get("cuda_context_bytes");
   const double nccl = job.cluster.num_gpus > 1 ? cal.Get("nccl_buffers_bytes") : 0;
-  const double frag = cal.Get("allocator_fragmentation") * allocated;
-  m.overhead_bytes = ctx + nccl + frag;
+  m.allocated_bytes = static_alloc + churn;
+  m.reserved_bytes = m.allocated_bytes + rounding + frag;
+  m.paged_bytes = optimizer_paged;
+  m.overhead_bytes = ctx + nccl + rounding + frag;
   ADD("overhead", "CUDA context + kernels", ctx, "calibration cuda_context_bytes");
   ADD("overhead", "NCCL communicator buffers", nccl, "calibration nccl_buffers_bytes");
-  ADD("overhead", "caching-allocator headroom", frag, Fmt("%.2f x allocated", cal.Get("allocator_fragmentation")));
-  m.total_bytes = allocated + m.overhead_bytes;
-  m.allocated_bytes = allocated;
-  m.reserved_bytes = allocated + frag;
+  ADD("overhead", "caching allocator: 2 MiB rounding of model-state tensors", rounding, "1 MiB x state tensors above 10 MiB");
+  ADD("overhead", "caching allocator: cached blocks of the other working set (loss vs recompute)", unshared,
+      "min(loss backward, one layer's recompute)");
+  ADD("overhead", "caching allocator: fragmentation of per-step tensors", frag - unshared,
+      Fmt("%.2f x (activations + buffers)", cal.Get("allocator_fragmentation")));
+  m.total_bytes = m.weights_bytes + m.gradients_bytes + m.optimizer_bytes + m.activations_bytes + m.buffers_bytes + m.overhead_bytes;
   return m;
 #undef ADD
 }

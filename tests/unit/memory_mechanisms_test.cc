@@ -1,5 +1,8 @@
 // Memory mechanisms of issue 9: optimizers, master weights, loss, allocator (docs/model/memory.md).
+// Every expectation is computed from the model's shape or is a direction, never a copied output.
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include "../test_util.h"
 
@@ -10,10 +13,144 @@ namespace {
 
 using testing_util::MakeJob;
 
+const char* kSingle = "model: {preset: llama-2-7b}\ncluster: {num_gpus: 1}\n";
+
+Job Single(const std::string& training) {
+  return MakeJob(std::string(kSingle) + "training: {" + training + "}\n");
+}
+
+// Logit elements of one micro-batch (seq x micro-batch x vocab, no TP).
+double Logits(const Job& j) {
+  return static_cast<double>(j.training.seq_len) * j.training.micro_batch * j.arch.vocab;
+}
+
+// The matrices of the linear layers (what a quantized base quantizes), no TP.
+double LinearParams(const Arch& a) {
+  const double h = a.hidden, f = a.Ffn();
+  return a.layers * (h * a.QDim() + 2 * h * a.KvDim() + a.ODim() * h + 3 * h * f);
+}
+
 TEST(MemoryMechanisms, AdafactorHoldsLessOptimizerStateThanAdamW) {
   Job adam = MakeJob("model: {preset: llama-2-7b}\ncluster: {num_gpus: 1}\n");
   Job ada = MakeJob("model: {preset: llama-2-7b}\ncluster: {num_gpus: 1}\ntraining: {optimizer: adafactor}\n");
   EXPECT_LT(EstimateMemory(ada).optimizer_bytes, EstimateMemory(adam).optimizer_bytes);
+}
+
+TEST(MemoryMechanisms, FusedBelowChunkedBelowStandardByTheLogitsBytes) {
+  const Job standard = Single("loss: standard, seq_len: 4096");
+  const Job chunked = Single("loss: chunked, seq_len: 4096");
+  const Job fused = Single("loss: fused, seq_len: 4096");
+  const MemoryBreakdown s = EstimateMemory(standard), c = EstimateMemory(chunked), f = EstimateMemory(fused);
+  ASSERT_LT(f.allocated_bytes, c.allocated_bytes);
+  ASSERT_LT(c.allocated_bytes, s.allocated_bytes);
+  const double logits = Logits(standard);
+  // standard: 4 B saved + 8 B in backward; fused: the 2 B logits; chunked: 2 B + 12 B / 8 chunks.
+  EXPECT_NEAR(s.allocated_bytes - f.allocated_bytes, (12.0 - 2.0) * logits, 1e-6 * logits);
+  EXPECT_NEAR(c.allocated_bytes - f.allocated_bytes, 12.0 / Calibration::Builtin().Get("loss_chunks") * logits,
+              1e-6 * logits);
+}
+
+TEST(MemoryMechanisms, CompileFusesTheStandardLoss) {
+  const Job eager = Single("loss: standard, seq_len: 4096");
+  const Job compiled = Single("loss: standard, seq_len: 4096, compile: true");
+  const double diff = EstimateMemory(eager).allocated_bytes - EstimateMemory(compiled).allocated_bytes;
+  // eager 12 B per logit; compiled: the saved fp32 input, one fp32 gradient and its bf16 cast.
+  EXPECT_NEAR(diff, (12.0 - 10.0) * Logits(eager), 1e-6 * Logits(eager));
+}
+
+TEST(MemoryMechanisms, FrameworkSelectsTheDefaultLoss) {
+  EXPECT_EQ(ResolveLossMemory(Single("framework: torchtune")).kind, LossKind::kChunked);
+  EXPECT_EQ(ResolveLossMemory(Single("framework: unsloth")).kind, LossKind::kFused);
+  EXPECT_EQ(ResolveLossMemory(Single("framework: generic")).kind, LossKind::kStandard);
+  // An explicit training.loss wins over the framework's default.
+  EXPECT_EQ(ResolveLossMemory(Single("framework: unsloth, loss: standard")).kind, LossKind::kStandard);
+  // Megatron's in-place vocab-parallel cross-entropy holds less than the eager one.
+  const LossMemory mega = ResolveLossMemory(Single("framework: megatron"));
+  const LossMemory gen = ResolveLossMemory(Single("framework: generic"));
+  EXPECT_LT(mega.saved_bytes_per_logit + mega.transient_bytes_per_logit,
+            gen.saved_bytes_per_logit + gen.transient_bytes_per_logit);
+}
+
+TEST(MemoryMechanisms, MasterWeightsNoneSavesExactlyTheMasterCopy) {
+  // 8-bit states do not depend on the master dtype: the difference is the fp32 master alone.
+  const Job fp32 = Single("optimizer: adamw-8bit");
+  const Job none = Single("optimizer: adamw-8bit, master_weights: none");
+  const double params = static_cast<double>(EstimateMemory(fp32).total_params);
+  EXPECT_DOUBLE_EQ(EstimateMemory(fp32).optimizer_bytes - EstimateMemory(none).optimizer_bytes, 4 * params);
+  // AdamW without a master keeps m and v in the parameters' bf16: 2 x 2 B.
+  EXPECT_DOUBLE_EQ(EstimateMemory(Single("master_weights: none")).optimizer_bytes, 4 * params);
+}
+
+TEST(MemoryMechanisms, OptimizerInBackwardHoldsOneLayerOfGradients) {
+  const Job j = Single("optimizer_in_backward: true");
+  const ParamCounts pc = CountParams(j.arch);
+  const double layer = static_cast<double>(pc.attn_per_layer + pc.dense_mlp_per_layer + pc.norm_per_layer);
+  const double largest = std::max(layer, static_cast<double>(j.arch.vocab) * j.arch.hidden);
+  EXPECT_DOUBLE_EQ(EstimateMemory(j).gradients_bytes, 2 * largest);
+  EXPECT_LT(EstimateMemory(j).gradients_bytes, EstimateMemory(Single("")).gradients_bytes / 10);
+}
+
+TEST(MemoryMechanisms, ReservedHoldsAllocatedAndTotalHoldsReserved) {
+  for (const char* t : {"", "recompute: full", "method: lora", "method: qlora", "optimizer: paged-adamw-8bit"}) {
+    const MemoryBreakdown m = EstimateMemory(Single(t));
+    EXPECT_GE(m.reserved_bytes, m.allocated_bytes) << t;
+    EXPECT_GE(m.total_bytes, m.reserved_bytes) << t;
+  }
+}
+
+TEST(MemoryMechanisms, FragmentationFollowsPerStepTensorsNotModelStates) {
+  // gpt2's matrices are below the allocator's 10 MiB large-allocation size: no rounding, so
+  // reserved - allocated is the fragmentation alone. More optimizer state does not add to it;
+  // more activations do.
+  const std::string base = "model: {preset: gpt2}\ncluster: {num_gpus: 1}\ntraining: {";
+  auto gap = [&](const std::string& t) {
+    const MemoryBreakdown m = EstimateMemory(MakeJob(base + t + "}\n"));
+    return m.reserved_bytes - m.allocated_bytes;
+  };
+  EXPECT_DOUBLE_EQ(gap("optimizer: sgd"), gap("optimizer: adamw"));
+  EXPECT_GT(gap("micro_batch: 4"), gap("micro_batch: 1"));
+}
+
+TEST(MemoryMechanisms, PagedOptimizerStatesAreOutsideTheCachingAllocator) {
+  const MemoryBreakdown paged = EstimateMemory(Single("optimizer: paged-adamw-8bit"));
+  const MemoryBreakdown plain = EstimateMemory(Single("optimizer: adamw-8bit"));
+  EXPECT_DOUBLE_EQ(paged.optimizer_bytes, plain.optimizer_bytes);
+  EXPECT_DOUBLE_EQ(paged.paged_bytes, paged.optimizer_bytes);
+  EXPECT_LT(paged.reserved_bytes, plain.reserved_bytes);
+  EXPECT_NEAR(paged.total_bytes, plain.total_bytes, 0.01 * plain.total_bytes);
+}
+
+TEST(MemoryMechanisms, ActivationOffloadMovesLayerActivationsToHost) {
+  const MemoryBreakdown on = EstimateMemory(Single("activation_offload: true"));
+  const MemoryBreakdown off = EstimateMemory(Single(""));
+  const Job j = Single("");
+  const double layer = LayerActivationBytes(j, false).saved_bytes;
+  EXPECT_DOUBLE_EQ(on.host_bytes - off.host_bytes, layer * j.arch.layers);
+  EXPECT_NEAR(off.activations_bytes - on.activations_bytes, layer * (j.arch.layers - 2), 1e-9 * off.activations_bytes);
+}
+
+TEST(MemoryMechanisms, QuantizedBaseBytesByFormat) {
+  const Job nf4 = Single("method: qlora, quant: nf4");
+  const Job int8 = Single("method: qlora, quant: int8");
+  const Job gptq = Single("method: qlora, quant: gptq");
+  const double linear = LinearParams(nf4.arch);
+  const double nf4_b = 0.5 + (8.0 / 64 + 32.0 / (64 * 256)) / 8;  // Dettmers et al. 2023 §3
+  const double int8_b = 1.0 + 4.0 / nf4.arch.hidden;             // int8 + fp32 absmax per row
+  EXPECT_NEAR(EstimateMemory(int8).weights_bytes - EstimateMemory(nf4).weights_bytes, linear * (int8_b - nf4_b),
+              1e-9 * linear);
+  EXPECT_GT(EstimateMemory(gptq).weights_bytes, EstimateMemory(nf4).weights_bytes);
+  EXPECT_LT(EstimateMemory(gptq).weights_bytes, EstimateMemory(int8).weights_bytes);
+}
+
+TEST(MemoryMechanisms, DoraAddsMagnitudesAndWeightNormActivations) {
+  const Job lora = Single("method: lora");
+  const Job dora = Single("method: dora");
+  const MemoryBreakdown l = EstimateMemory(lora), d = EstimateMemory(dora);
+  // Default targets q, k, v, o of llama-2-7b (MHA): four output widths of hidden per layer.
+  const double mags = 4.0 * lora.arch.hidden * lora.arch.layers;
+  EXPECT_EQ(d.trainable_params - l.trainable_params, static_cast<int64_t>(mags));
+  EXPECT_GT(d.activations_bytes, l.activations_bytes);
+  EXPECT_GT(d.optimizer_bytes, l.optimizer_bytes);
 }
 
 }  // namespace

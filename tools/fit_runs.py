@@ -10,10 +10,11 @@ Search: coordinate descent over a grid. Starting from the constants in force, ea
 set to each of its candidate values (the others at their best so far) by running
 `gpuplan validate FILES --calibration OVERRIDE`; the value with the lowest fit-subset score is kept.
 Passes repeat until no key changes (at most --passes). Keys are scored on the rows they act on:
-a global throughput key on every fit throughput row, framework.<name>.* on that framework's fit
-rows, a memory key on the fit memory rows.
+framework.<name>.* on that framework's fit rows; a global throughput (memory) key on the fit
+throughput (memory) rows as the mean over frameworks of each framework's score (frameworks with 5
+or more fit rows, each counted once, so the source with most rows does not decide alone).
 
-    score = median |error| + 0.5 x p90 |error| + 0.5 x |mean signed error|   (fit rows of the key's scope)
+    score = median |error| + 0.5 x p90 |error| + 0.5 x |mean signed error|
 
 usage: python3 tools/fit_runs.py build/gpuplan FILE... [--grid GRID.csv] [--passes N]
   GRID.csv: key,scope,values   (scope: throughput | memory | throughput:<framework> | memory:<framework>;
@@ -139,6 +140,20 @@ def score(s):
     return float("inf") if s is None else s["median"] + 0.5 * s["p90"] + 0.5 * abs(s["mean"])
 
 
+def frameworks(rows):
+    return sorted({r["framework"] for r in rows})
+
+
+def fit_score(rows, scope):
+    """A framework's scope: its fit rows. A global scope: the mean of the per-framework scores (each
+    framework with >= 5 fit rows counts once), so the source with most rows does not decide alone."""
+    kind, _, fw = scope.partition(":")
+    if fw:
+        return score(stats(select(rows, scope, False)))
+    per = [score(s) for s in (stats(select(rows, f"{kind}:{f}", False)) for f in frameworks(rows)) if s and s["n"] >= 5]
+    return sum(per) / len(per) if per else float("inf")
+
+
 def fmt(s):
     if s is None:
         return "no rows"
@@ -178,7 +193,7 @@ def main():
                 point = dict(best, **{key: v})
                 rows = run(args.binary, args.files, point)
                 fit, held = stats(select(rows, scope, False)), stats(select(rows, scope, True))
-                results.append((score(fit), v))
+                results.append((fit_score(rows, scope), v))
                 print(f"pass {p + 1} {key}={v:<10g} [{scope}] fit: {fmt(fit)} | held-out: {fmt(held)}")
             s, v = min(results)
             if best.get(key, have[key]) != v:
@@ -188,7 +203,8 @@ def main():
             break
     chosen = run(args.binary, args.files, best)
     print()
-    report("chosen: " + ", ".join(f"{k}={v:g}" for k, v in best.items()), chosen, scopes)
+    by_fw = [f"{k}:{f}" for k in ("throughput", "memory") for f in frameworks(chosen)]
+    report("chosen: " + ", ".join(f"{k}={v:g}" for k, v in best.items()), chosen, sorted(set(scopes) | set(by_fw)))
     print("\nwrite the chosen values into data/*.csv with source "
           "'fit: tools/fit_runs.py on the fit subset (docs/validation.md split); fit / held-out error as printed'")
 

@@ -52,6 +52,7 @@ struct ValidationReport {
   std::vector<GroupTable> groups;               // framework, GPU family, method, scale, source
   // The stated train/test split (SplitRule()): error on the fitting subset and on the held-out rest.
   ErrorSummary fit_throughput, held_out_throughput, fit_memory, held_out_memory;
+  GroupTable split_by_framework;  // "<framework>: fit" / "<framework>: held out" (per-framework constants)
   // data/error_bands.csv: framework x family x method, framework x method, method, all runs.
   std::vector<ErrorBand> bands;
 };

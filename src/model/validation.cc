@@ -263,6 +263,8 @@ void BuildSplit(ValidationReport& rep) {
   rep.held_out_throughput = Summarize("held out", out_t);
   rep.fit_memory = Summarize("fit subset", fit_m);
   rep.held_out_memory = Summarize("held out", out_m);
+  auto side = [](const ValidatedRow& v) { return v.framework + (v.held_out ? ": held out" : ": fit"); };
+  rep.split_by_framework = {"framework x split", GroupBy(rep.rows, false, side), GroupBy(rep.rows, true, side)};
 }
 
 // data/error_bands.csv: every group at the four levels, for throughput and memory.

@@ -236,6 +236,8 @@ std::string ValidationToText(const ValidationReport& r, bool all_rows) {
   summary({r.overall}, "throughput (tokens/s per GPU), all usable rows:");
   if (r.memory.rows > 0) summary({r.memory}, "peak memory rows:");
   summary(SplitRows(r), "train/test split (" + SplitRule() + "):");
+  summary(r.split_by_framework.throughput, "throughput by framework, fit subset and held out:");
+  summary(r.split_by_framework.memory, "peak memory by framework, fit subset and held out:");
   for (const auto& g : r.groups) {
     summary(g.throughput, "throughput by " + g.dimension + ":");
     summary(g.memory, "peak memory by " + g.dimension + ":");
@@ -321,7 +323,9 @@ std::string ValidationToMarkdown(const ValidationReport& r, const std::string& i
   if (r.memory.rows > 0) out += "Peak memory rows:\n\n" + SummaryTable({r.memory}, true) + "\n";
   out += "## Train/test split\n\nThe split: " + SplitRule() + ". Error on the fit subset and on the held-out rest, "
          "separately, so a constant that only helps its own rows shows as a gap between the two:\n\n" +
-         SummaryTable(SplitRows(r), true) + "\n";
+         SummaryTable(SplitRows(r), true) + "\nBy framework (a per-framework constant is fitted on its framework's fit "
+         "rows):\n\nThroughput:\n\n" + SummaryTable(r.split_by_framework.throughput, true) + "\nPeak memory:\n\n" +
+         SummaryTable(r.split_by_framework.memory, true) + "\n";
   out += "## Error by group\n\nEvery group is listed; groups with fewer than 5 rows are marked (their statistics are "
          "not used as error bands).\n\n";
   for (const auto& g : r.groups) {

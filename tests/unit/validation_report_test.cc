@@ -223,6 +223,14 @@ TEST(ValidationReport, SplitIsByConfigurationAndSummarizedSeparately) {
       held_rows += v.held_out;
     }
   EXPECT_EQ(held_rows, rep.held_out_throughput.rows);
+  // By framework: every row on its side, under its framework.
+  int fit_rows = 0, out_rows = 0;
+  for (const auto& s : rep.split_by_framework.throughput) {
+    EXPECT_EQ(s.group.rfind("hf-trainer: ", 0), 0u) << s.group;
+    (s.group == "hf-trainer: held out" ? out_rows : fit_rows) += s.rows;
+  }
+  EXPECT_EQ(fit_rows, rep.fit_throughput.rows);
+  EXPECT_EQ(out_rows, rep.held_out_throughput.rows);
 }
 
 TEST(ValidationReport, BandsLookupFallsBackToCoarserGroups) {

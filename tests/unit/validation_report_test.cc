@@ -10,6 +10,7 @@
 #include "gpuplan/error_bands.h"
 #include "gpuplan/estimate.h"
 #include "gpuplan/memory.h"
+#include "gpuplan/plan.h"
 #include "gpuplan/report.h"
 #include "gpuplan/validation.h"
 
@@ -323,6 +324,29 @@ TEST(ValidationReport, EstimateJsonCarriesTheBandFields) {
   EXPECT_EQ(with["step_time"]["group"], "framework=generic x gpu=ampere x method=lora");
   EXPECT_TRUE(with["memory"].is_null());
   EXPECT_NE(ExpectedErrorLine({b, std::nullopt}).find("step time ±20% (p90 of 9 validated runs"), std::string::npos);
+}
+
+// The planner's default headroom is the p90 of the job's nearest memory band (capped at half the
+// card), and an explicit constraints.min_memory_headroom still wins.
+TEST(ValidationReport, PlannerHeadroomIsTheMemoryBand) {
+  auto parsed = ParseJobFile(std::string(GPUPLAN_SOURCE_DIR) + "/examples/7b-lora-one-card.yaml");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  auto plan = PlanJob(*parsed, Cat(), Calibration::Builtin(), PlanOptions{1, nullptr, nullptr});
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  auto gpu = Cat().FindGpu(parsed->cluster.gpu);
+  ASSERT_TRUE(gpu.ok());
+  const auto band = ExpectedErrorFor(*parsed, gpu->family).memory;
+  if (band) {
+    EXPECT_DOUBLE_EQ(plan->memory_headroom, std::min(band->p90_abs, 0.5));
+    EXPECT_NE(plan->memory_headroom_source.find(band->Group()), std::string::npos) << plan->memory_headroom_source;
+  } else {
+    EXPECT_DOUBLE_EQ(plan->memory_headroom, Calibration::Builtin().Get("memory_model_error_margin"));
+  }
+  Job pinned = *parsed;
+  ASSERT_TRUE(SetJobKey(pinned, "constraints.min_memory_headroom", "0.07", {"test", 0, "x"}).ok());
+  auto p2 = PlanJob(pinned, Cat(), Calibration::Builtin(), PlanOptions{1, nullptr, nullptr});
+  ASSERT_TRUE(p2.ok());
+  EXPECT_DOUBLE_EQ(p2->memory_headroom, 0.07);
 }
 
 TEST(ValidationReport, MemoryRowsArePredicted) {

@@ -126,6 +126,11 @@ Converted ConvertThroughput(const MeasuredRow& r, const HardwareContext& hw) {
   const double gpus = static_cast<double>(j.cluster.num_gpus);
   const double seq = static_cast<double>(t.seq_len);
   const double useful_per_sample = UsefulTokensPerSequence(t);
+  // The job must count the stated mean (as its padded sample length, or as the length it computes).
+  if (r.seq_len_kind != "fixed" && std::fabs(useful_per_sample - std::min(r.mean_tokens_per_sample, seq)) > 1) {
+    c.reason = "the job does not carry the row's mean tokens per sample (seq_len_kind=" + r.seq_len_kind + ")";
+    return c;
+  }
   const double mflops = ModelFlopsPerToken(j.arch, t.seq_len);
   const double peak = hw.gpu.PeakFlops(t.precision).value_or(0);
   double& meas = c.tokens_per_s_per_gpu;

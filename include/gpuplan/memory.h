@@ -46,6 +46,10 @@ struct MemoryBreakdown {
 struct LayerActivation {
   double saved_bytes = 0;         // kept from forward to backward under the recompute policy
   double full_bytes = 0;          // what the layer saves with no recompute (the recompute working set)
+  // Sequence parallelism: the full-sequence tensors a layer's backward materializes beyond its
+  // saved ones (the two all-gathered inputs of the column-parallel linears and one row-parallel
+  // output before its reduce-scatter), part of the recompute working set.
+  double sp_gather_bytes = 0;
 };
 LayerActivation LayerActivationBytes(const Job& job, bool moe_layer);
 

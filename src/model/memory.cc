@@ -265,6 +265,10 @@ LayerActivation LayerActivationBytes(const Job& job, bool moe_layer) {
   }
 
   LayerActivation out;
+  // §4 sequence parallelism (Korthikanti et al. 2022 §4.2.2): backward all-gathers the sharded
+  // inputs of the column-parallel linears again (attention and MLP input, s x b x h each) and
+  // the row-parallel outputs are full-sequence partial sums before their reduce-scatter.
+  if (job.parallel.sequence_parallel && t > 1) out.sp_gather_bytes = 3 * sbh * ab * (1 - 1 / t);
   out.full_bytes =
       norm_io + norm_stats + q + kv + ctx + qk_norm + mla + scores + lse + dropout + dropout_scores + mlp + lora;
   switch (tr.recompute) {
@@ -512,9 +516,10 @@ MemoryBreakdown EstimateMemoryForStage(const Job& job, int stage, const Calibrat
   }
 
   // §4 temporary buffers: the largest transient of the backward pass plus sharding buffers.
+  const LayerActivation& ws_layer = sp.moe_layers > 0 ? moe_act : dense_act;
   const double recompute_ws =
-      tr.recompute == Recompute::kFull ? (sp.moe_layers > 0 ? moe_act.full_bytes : dense_act.full_bytes)
-      : tr.recompute == Recompute::kSelective ? dense_act.full_bytes - dense_act.saved_bytes
+      tr.recompute == Recompute::kFull        ? ws_layer.full_bytes + ws_layer.sp_gather_bytes
+      : tr.recompute == Recompute::kSelective ? dense_act.full_bytes - dense_act.saved_bytes + dense_act.sp_gather_bytes
                                               : 0;
   const double transient = std::max(loss_transient, recompute_ws);
   if (transient > 0) {

@@ -153,5 +153,16 @@ TEST(MemoryMechanisms, DoraAddsMagnitudesAndWeightNormActivations) {
   EXPECT_GT(d.optimizer_bytes, l.optimizer_bytes);
 }
 
+TEST(MemoryMechanisms, SequenceParallelBackwardGathersFullSequenceInputs) {
+  const Job sp = MakeJob("model: {preset: llama-3-70b}\ncluster: {num_gpus: 8}\n"
+                         "parallel: {tp: 8, sequence_parallel: true}\ntraining: {recompute: full, seq_len: 4096}\n");
+  const double sbh = 4096.0 * sp.arch.hidden;
+  // two all-gathered column-parallel inputs + one row-parallel output before its reduce-scatter
+  EXPECT_DOUBLE_EQ(LayerActivationBytes(sp, false).sp_gather_bytes, 3 * sbh * 2 * (1 - 1.0 / 8));
+  Job no_sp = sp;
+  no_sp.parallel.sequence_parallel = false;
+  EXPECT_EQ(LayerActivationBytes(no_sp, false).sp_gather_bytes, 0);
+}
+
 }  // namespace
 }  // namespace gpuplan

@@ -15,11 +15,30 @@ namespace gpuplan {
 struct EfficiencyConstants {
   double matmul_eff_max = 0, matmul_dim_half = 0, matmul_fixed_s = 0;
   double flash_eff = 0, eager_attn_eff = 0, hbm_eff = 0;
-  double elem_h = 0, elem_f = 0, framework_overhead = 1, step_fixed_s = 0;
+  double framework_overhead = 1, step_fixed_s = 0;
   double intra_eff = 0, intra_allreduce_eff = 0, inter_eff = 0;
   double tcp_penalty = 1, hierarchical_inter_factor = 1, collective_latency_s = 0;
   double tp_overlap = 0, dp_overlap = 0, cp_overlap = 0, pp_overlap = 0;
   double optimizer_bytes_per_param = 0;
+  // Framework mechanisms (docs/model/frameworks.md F§n), resolved for the job's
+  // training.framework and training.compile:
+  // F§1 elementwise HBM traffic, in elements read + written per element of the op's tensor
+  // (forward; backward 2x), and F§2 the kernels each op launches.
+  double e_norm = 0, e_rope = 0, e_residual = 0, e_act = 0;  // e_act: per MLP element
+  double n_norm = 0, n_rope = 0, n_residual = 0, n_act = 0;
+  double e_norm_ln = 0, n_norm_ln = 0;  // LayerNorm: one native kernel even in eager PyTorch
+  double e_gelu = 0, n_gelu = 0;        // GELU MLP: one kernel, fused or not
+  double e_fp32_residual = 0, e_weight_cast = 0;  // F§1 autocast over fp32 parameters (0 when off)
+  double nccl_overlap_slowdown = 0;     // F§5 compute slowdown per second of overlapped DP traffic
+  double kernel_gap_s = 0;  // F§2 GPU-side idle per non-GEMM kernel
+  double cpu_op_s = 0;      // F§2 host dispatch per op (0 under CUDA graphs)
+  double host_ops_per_layer = 0;  // F§2 ops one layer's forward dispatches from the host
+  double loss_bytes_per_logit = 0;  // F§3 cross-entropy HBM bytes per logit (forward + backward)
+  bool tp_userbuffers = false;      // F§5 TP collectives split and overlapped with the GEMMs
+  bool fused_softmax = false;       // F§4 non-flash attention as GEMMs + one fused softmax
+  double e_scores = 0;              // F§4 elements moved per attention score on that path
+  double fp8_cast_bytes = 0;        // F§6 extra bytes per fp8-quantized element
+  double clock_factor = 1;          // H§1 sustained clock / the clock the catalog peaks assume
 };
 
 // The hardware a job runs on, resolved from the catalog (defaults by GPU, printed by the CLI).

@@ -68,6 +68,22 @@ constexpr KeyRule kRules[] = {
     {"optimizer_bytes_per_param", {0, 1e4}},
     // issue 9, throughput keys (data/efficiency.csv)
     {"dequant_eff.", {1e-3, 1}},  // docs/model/finetune.md FT§3: fraction of memory bandwidth a dequant kernel reaches
+    {"elementwise.", {0, 1e3}},             // elements read + written per element of an op (F§1)
+    {"kernels.", {0, 1e4}},                 // kernels an op launches (F§2)
+    {"kernel_gap_s", {0, 1}},
+    {"kernel_gap_s.", {0, 1}},
+    {"cpu_op_s", {0, 1}},
+    {"loss_bytes_per_logit.", {0, 1e4}},
+    {"flash3_attention_eff.", {1e-3, 1}},
+    {"nccl_overlap_slowdown", {0, 10}},
+    {"sustained_clock_factor.", {1e-3, 1}},
+    {"mamf_measured.", {0, 1}, true},
+    {"attention_measured.", {0, 1}, true},
+    {"hbm_measured.", {0, 1}, true},
+    {"fp8_cast_bytes.", {0, 1e3}},
+    {"matmul_dim_half.", {0, 1e9}},
+    {"matmul_fixed_s.", {0, 1e3}},
+    {"gemm_measured.", {0, 1}, true},
     // issue 9, memory keys (data/calibration.csv)
     {"loss_chunks", {1, 1e6}},
     // data/frameworks.csv: framework.<name>.<mechanism> (docs/model/frameworks.md); factors,

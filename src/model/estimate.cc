@@ -9,6 +9,8 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <string>
+#include <vector>
 
 namespace gpuplan {
 
@@ -24,21 +26,92 @@ std::string LinkClass(const LinkSpec& l) {
   return l.kind;
 }
 
+// F§0 a framework's constant: framework.<name>.<mechanism>, else the neutral eager-PyTorch
+// baseline framework.generic.<mechanism> (data/frameworks.csv).
+double FwOr(const Calibration& cal, const std::string& fw, const std::string& mech) {
+  return CalOr(cal, "framework." + fw + "." + mech, "framework.generic." + mech);
+}
+
+// F§1-F§7 the mechanisms of the job's framework, once per hardware resolution.
+void ResolveFramework(const TrainingSpec& tr, const GpuSpec& g, const Calibration& cal, EfficiencyConstants& k) {
+  const std::string fw = ToString(tr.framework);
+  // F§1/F§2 torch.compile (Inductor) fuses each pointwise chain into one kernel: every op counts
+  // as fused whatever the framework's eager modules are.
+  auto fused = [&](const char* op) { return tr.compile || FwOr(cal, fw, std::string("fused_") + op) > 0.5; };
+  // LayerNorm is one native kernel even in eager PyTorch (F.layer_norm); eager RMSNorm is a chain
+  // of ops (HF LlamaRMSNorm): EstimateStep picks e_norm_ln / n_norm_ln for LayerNorm models.
+  k.e_norm_ln = cal.Get("elementwise.norm_fused");
+  k.n_norm_ln = cal.Get("kernels.norm_fused");
+  k.e_norm = fused("norm") ? cal.Get("elementwise.norm_fused") : cal.Get("elementwise.rmsnorm_eager");
+  k.n_norm = fused("norm") ? cal.Get("kernels.norm_fused") : cal.Get("kernels.rmsnorm_eager");
+  k.e_rope = fused("rope") ? cal.Get("elementwise.rope_fused") : cal.Get("elementwise.rope_eager");
+  k.n_rope = fused("rope") ? cal.Get("kernels.rope_fused") : cal.Get("kernels.rope_eager");
+  k.e_act = fused("act") ? cal.Get("elementwise.glu_fused") : cal.Get("elementwise.glu_eager");
+  k.n_act = fused("act") ? cal.Get("kernels.glu_fused") : cal.Get("kernels.glu_eager");
+  k.e_gelu = cal.Get("elementwise.gelu");
+  k.n_gelu = cal.Get("kernels.gelu");
+  k.e_residual = cal.Get("elementwise.residual");
+  // F§1 autocast over fp32 parameters (Composer amp_bf16 with FSDP mixed_precision DEFAULT): the
+  // residual stream stays fp32 and each forward casts every weight to bf16 again.
+  if (FwOr(cal, fw, "autocast_fp32_params") > 0.5) {
+    k.e_fp32_residual = cal.Get("elementwise.fp32_residual_extra");
+    k.e_weight_cast = cal.Get("elementwise.autocast_weight_cast");
+  }
+  k.n_residual = cal.Get("kernels.residual");
+  // F§2 launch costs: CUDA graphs replay the step without host dispatch.
+  const bool graphs = FwOr(cal, fw, "cuda_graphs") > 0.5;
+  k.kernel_gap_s = cal.Get(graphs ? "kernel_gap_s.cuda_graphs" : "kernel_gap_s");
+  k.cpu_op_s = graphs ? 0.0 : cal.Get("cpu_op_s");
+  // The ops one layer's forward dispatches from the host (views, casts, dropout and RNG included):
+  // the framework's eager modules, or the compiled graph's kernel launches.
+  k.host_ops_per_layer = FwOr(cal, fw, tr.compile ? "compiled_host_ops_per_layer" : "host_ops_per_layer");
+  // F§3 cross-entropy: the job's loss, or the framework's default (1 standard, 2 chunked, 3 fused).
+  LossKind loss = tr.loss;
+  if (loss == LossKind::kAuto) {
+    const double d = tr.compile ? 3 : FwOr(cal, fw, "loss");
+    loss = d > 2.5 ? LossKind::kFused : d > 1.5 ? LossKind::kChunked : LossKind::kStandard;
+  }
+  k.loss_bytes_per_logit = cal.Get(loss == LossKind::kFused     ? "loss_bytes_per_logit.fused"
+                                   : loss == LossKind::kChunked ? "loss_bytes_per_logit.chunked"
+                                                                : "loss_bytes_per_logit.standard");
+  // F§4 attention kernel: 3 = FlashAttention-3 / cuDNN fused attention where the family has a
+  // measured value for it (Hopper), else FlashAttention-2.
+  const std::string fam = g.family.empty() ? "default" : g.family;
+  if (FwOr(cal, fw, "attention_kernel") > 2.5 && cal.Has("flash3_attention_eff." + fam))
+    k.flash_eff = cal.Get("flash3_attention_eff." + fam);
+  // F§5 overlap of data-parallel traffic with compute, and TP userbuffers.
+  const std::string dp_key = "framework." + fw + ".dp_overlap";
+  k.dp_overlap = cal.Has(dp_key) ? cal.Get(dp_key) : cal.Get("dp_comm_overlap");
+  k.nccl_overlap_slowdown = cal.Get("nccl_overlap_slowdown");
+  k.tp_userbuffers = FwOr(cal, fw, "tp_comm_overlap") > 0.5;
+  k.fused_softmax = FwOr(cal, fw, "fused_softmax") > 0.5;
+  k.e_scores = cal.Get("elementwise.attention_scores_fused");
+  // F§6 fp8: extra bytes per quantized element for the recipe (fused casts when compiled).
+  if (tr.precision == Precision::kFp8) {
+    const std::string r = ToString(tr.fp8_recipe);
+    const std::string which = tr.compile || FwOr(cal, fw, "fused_fp8_cast") > 0.5 ? "fused" : "eager";
+    k.fp8_cast_bytes = cal.Get("fp8_cast_bytes." + r + "." + which);
+  }
+  // F§7 fixed per-step work (logging, callbacks, loss sync) of the framework's loop.
+  k.step_fixed_s = FwOr(cal, fw, "step_fixed_s");
+}
+
 EfficiencyConstants ResolveConstants(const GpuSpec& g, const LinkSpec& intra, const LinkSpec& inter, Precision p,
                                      const Calibration& cal) {
   EfficiencyConstants k;
   const std::string fam = g.family.empty() ? "default" : g.family;
-  const std::string mm = "matmul_eff_max." + fam;
+  // A GPU's own MAMF (GB200 runs its dies at a higher clock than HGX B200) before its family's.
+  const std::string mm = cal.Has("matmul_eff_max." + g.id) ? "matmul_eff_max." + g.id : "matmul_eff_max." + fam;
   k.matmul_eff_max = p == Precision::kFp8 && cal.Has(mm + ".fp8") ? cal.Get(mm + ".fp8") : CalOr(cal, mm, "matmul_eff_max.default");
-  k.matmul_dim_half = cal.Get("matmul_dim_half");
-  k.matmul_fixed_s = cal.Get("matmul_fixed_s");
+  // H§1 a power-limited part sustains a lower clock than the part its catalog peaks come from.
+  k.clock_factor = cal.Has("sustained_clock_factor." + g.id) ? cal.Get("sustained_clock_factor." + g.id) : 1.0;
+  // C§2 GEMM shape constants of the family (fit to its microbench.csv GEMM rows), else the default.
+  k.matmul_dim_half = CalOr(cal, "matmul_dim_half." + fam, "matmul_dim_half");
+  k.matmul_fixed_s = CalOr(cal, "matmul_fixed_s." + fam, "matmul_fixed_s");
   k.flash_eff = CalOr(cal, "flash_attention_eff." + fam, "flash_attention_eff.default");
   k.eager_attn_eff = CalOr(cal, "eager_attention_eff." + fam, "eager_attention_eff.default");
   k.hbm_eff = cal.Get("hbm_eff");
-  k.elem_h = cal.Get("elementwise_bytes_per_token_layer_h");
-  k.elem_f = cal.Get("elementwise_bytes_per_token_layer_f");
   k.framework_overhead = cal.Get("framework_overhead");
-  k.step_fixed_s = cal.Get("step_fixed_s");
   const std::string ic = LinkClass(intra);
   // NVLink generation first (nvlink3), then the link class (nvlink, pcie, ...).
   const std::string gen = intra.id.find("nvlink3") != std::string::npos ? "nvlink3" : "";
@@ -56,6 +129,37 @@ EfficiencyConstants ResolveConstants(const GpuSpec& g, const LinkSpec& intra, co
   k.pp_overlap = cal.Get("pp_comm_overlap");
   k.optimizer_bytes_per_param = cal.Get("optimizer_bytes_per_param");
   return k;
+}
+
+// H§2 which constants used for this GPU are not measured on its family: "" when all are.
+std::string EfficiencyNote(const GpuSpec& g, const TrainingSpec& tr, const Calibration& cal, const EfficiencyConstants& k) {
+  const std::string fam = g.family.empty() ? "default" : g.family;
+  auto flag = [&](const std::string& what) { return cal.Has(what + "." + g.id) || cal.Has(what + "." + fam); };
+  auto num = [](double v) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.3g", v);
+    return std::string(b);
+  };
+  std::vector<std::string> parts;
+  if (!flag("mamf_measured"))
+    parts.push_back("matmul ceiling " + num(k.matmul_eff_max) + " is assumed (no MAMF measurement for " + fam + ")");
+  else if (tr.precision == Precision::kFp8 && !cal.Has("matmul_eff_max." + fam + ".fp8"))
+    parts.push_back("fp8 matmul ceiling " + num(k.matmul_eff_max) + " is the bf16 MAMF ratio (no fp8 MAMF for " + fam + ")");
+  if (!flag("attention_measured"))
+    parts.push_back("attention efficiency " + num(tr.flash_attention ? k.flash_eff : k.eager_attn_eff) +
+                    " is borrowed or assumed (no attention measurement for " + fam + ")");
+  if (!flag("gemm_measured"))
+    parts.push_back("GEMM shape constants (d_half " + num(k.matmul_dim_half) + ", fixed " + num(k.matmul_fixed_s * 1e6) +
+                    " us) are borrowed (no GEMM microbenchmark for " + fam + ")");
+  if (!flag("hbm_measured"))
+    parts.push_back("hbm_eff " + num(k.hbm_eff) + " is the A100/H100 copy benchmark's (none for " + fam + ")");
+  if (k.clock_factor != 1)
+    parts.push_back("compute peaks are derived from another part's and scaled by a sustained-clock factor of " +
+                    num(k.clock_factor) + " for its power limit");
+  if (parts.empty()) return "";
+  std::string out = g.id + ": ";
+  for (size_t i = 0; i < parts.size(); ++i) out += (i ? "; " : "") + parts[i];
+  return out;
 }
 
 }  // namespace
@@ -154,6 +258,8 @@ Result<HardwareContext> ResolveHardware(const Job& job, const Catalog& catalog, 
     return Status::BadInput({hw.gpu.where.file, hw.gpu.where.line, "mem_bw_gb_per_s"},
                             "GPU '" + hw.gpu.id + "' has no known memory bandwidth; the step estimate needs it");
   hw.k = ResolveConstants(hw.gpu, hw.intra, hw.inter, job.training.precision, cal);
+  ResolveFramework(job.training, hw.gpu, cal, hw.k);
+  hw.efficiency_note = EfficiencyNote(hw.gpu, job.training, cal, hw.k);
   return hw;
 }
 
@@ -210,6 +316,9 @@ StepEstimate EstimateStep(const Job& job, const HardwareContext& hw) {
   const double peak16 = tr.precision == Precision::kFp32 ? peak_mm
                         : hw.gpu.PeakFlops(Precision::kBf16).value_or(peak_mm);
   e.peak_flops = peak_mm;
+  // H§1 the rates the kernels run at: the catalog peaks times the sustained-clock factor of a
+  // power-limited part (MFU stays against the catalog peak).
+  const double run_mm = peak_mm * k.clock_factor, run16 = peak16 * k.clock_factor;
   // The length a micro-batch is computed at: seq_len unless samples are padded only to the
   // longest of their micro-batch (docs/model/finetune.md).
   const double s = ComputeSeqLen(tr);
@@ -224,19 +333,19 @@ StepEstimate EstimateStep(const Job& job, const HardwareContext& hw) {
   const double h = static_cast<double>(a.hidden);
 
   // ---- C§2 matmuls of one layer, forward, local to this GPU.
-  double t_lin_fwd = GemmTime(T, (a.QDim() + 2.0 * a.KvDim()) / t, h, peak_mm, k)  // fused q,k,v
-                     + GemmTime(T, h, a.QDim() / t, peak_mm, k);                    // o_proj
+  double t_lin_fwd = GemmTime(T, (a.QDim() + 2.0 * a.KvDim()) / t, h, run_mm, k)  // fused q,k,v
+                     + GemmTime(T, h, a.QDim() / t, run_mm, k);                    // o_proj
   double flops_lin_fwd = 2 * T * (h * (a.QDim() + 2.0 * a.KvDim()) + a.QDim() * h) / t;
   const double up_n = (a.MlpMatrices() - 1) * static_cast<double>(a.Ffn()) / t;
-  const double t_dense_mlp = GemmTime(T, up_n, h, peak_mm, k) + GemmTime(T, h, a.Ffn() / t, peak_mm, k);
+  const double t_dense_mlp = GemmTime(T, up_n, h, run_mm, k) + GemmTime(T, h, a.Ffn() / t, run_mm, k);
   const double f_dense_mlp = 2 * T * a.MlpMatrices() * h * a.Ffn() / t;
   double t_mlp = t_dense_mlp, f_mlp = f_dense_mlp;
   if (moe) {
     // Routed experts as grouped GEMMs over the T x k routed tokens (+ shared experts).
     const double routed = T * (a.experts_per_token + a.shared_experts);
     const double mup = (a.MlpMatrices() - 1) * static_cast<double>(a.MoeFfn()) / t;
-    const double t_moe = GemmTime(routed, mup, h, peak_mm, k) + GemmTime(routed, h, a.MoeFfn() / t, peak_mm, k) +
-                         GemmTime(T, static_cast<double>(a.experts), h, peak16, k);
+    const double t_moe = GemmTime(routed, mup, h, run_mm, k) + GemmTime(routed, h, a.MoeFfn() / t, run_mm, k) +
+                         GemmTime(T, static_cast<double>(a.experts), h, run16, k);
     const double f_moe = 2 * routed * a.MlpMatrices() * h * a.MoeFfn() / t + 2 * T * h * a.experts;
     t_mlp = (1 - moe_frac) * t_dense_mlp + moe_frac * t_moe;
     f_mlp = (1 - moe_frac) * f_dense_mlp + moe_frac * f_moe;
@@ -248,14 +357,51 @@ StepEstimate EstimateStep(const Job& job, const HardwareContext& hw) {
   const double causal = tr.flash_attention ? 0.5 : 1.0;
   const double flops_attn_fwd = 4 * T * s * a.QDim() / t * causal;
   const double attn_eff = tr.flash_attention ? k.flash_eff : k.eager_attn_eff;
-  const double t_attn_fwd = flops_attn_fwd / (peak16 * attn_eff);
+  const double hbm = *hw.gpu.mem_bw_bytes_per_s * k.hbm_eff;
+  double t_attn_fwd = flops_attn_fwd / (run16 * attn_eff);
+  if (!tr.flash_attention && k.fused_softmax) {
+    // F§4 Megatron's unfused-attention path: QK^T and AV as batched GEMMs and one fused
+    // scale-mask-softmax kernel; the T x s x heads/t scores are written by the QK^T GEMM, read and
+    // written by the softmax and read by AV (elementwise.attention_scores_fused per score), and the
+    // pass takes the longer of that traffic and the GEMM FLOPs at the matmul ceiling.
+    const double scores = T * s * a.heads / t;
+    t_attn_fwd = std::max(flops_attn_fwd / (run16 * k.matmul_eff_max), scores * k.e_scores * ab / hbm);
+  }
   const double attn_bwd_factor = tr.flash_attention ? 2.5 : 2.0;  // FlashAttention-2 §4.1: 5 vs 2 matmuls
-  // C§3 elementwise traffic (norms, residuals, rotary, activations), memory-bound.
+  // C§3 / F§1 elementwise traffic (norms, residual adds, rotary, activation), memory-bound: the
+  // elements each op reads and writes as the framework runs it (fused, eager or compiled).
   const double rep = par.sequence_parallel ? t : 1.0;
-  const double elem_elems = T * (k.elem_h * h / rep + k.elem_f * (moe ? a.MoeFfn() * (a.experts_per_token + a.shared_experts) : a.Ffn()) / t);
-  const double t_elem_fwd = elem_elems * ab / (*hw.gpu.mem_bw_bytes_per_s * k.hbm_eff);
+  const bool layernorm = a.norm == NormKind::kLayerNorm, rotary = a.position == PositionKind::kRotary;
+  const double norms = static_cast<double>(a.norms_per_layer);
+  const double f_act = moe ? a.MoeFfn() * (a.experts_per_token + a.shared_experts) : static_cast<double>(a.Ffn());
+  const double e_act = a.GatedMlp() ? k.e_act : k.e_gelu, n_act = a.GatedMlp() ? k.n_act : k.n_gelu;
+  const double elem_elems =
+      T * ((norms * (layernorm ? k.e_norm_ln : k.e_norm) + 2 * k.e_residual) * h / rep +
+           (rotary ? k.e_rope * (a.QDim() + a.KvDim()) / t : 0.0) + e_act * f_act / t);
+  // Weight casts of autocast over fp32 parameters: per forward pass, every local weight of the layer.
+  const double layer_weights = (h * (a.QDim() + 2.0 * a.KvDim()) + a.QDim() * h) / t +
+                               a.MlpMatrices() * h * (moe ? a.MoeFfn() * (a.experts_per_token + a.shared_experts) : a.Ffn()) / t;
+  const double t_elem_fwd =
+      (elem_elems + T * k.e_fp32_residual * h / rep) * ab / hbm + layer_weights * k.e_weight_cast * ab / hbm;
+  // F§2 launch costs of one layer's forward: each non-GEMM kernel leaves the GPU idle for
+  // kernel_gap_s (GEMMs carry matmul_fixed_s), and the host dispatches the layer's ops in
+  // host_ops_per_layer x cpu_op_s; a pass takes the longer of GPU and host (backward: 2x).
+  const double kernels = norms * (layernorm ? k.n_norm_ln : k.n_norm) + 2 * k.n_residual +
+                         (rotary ? 2 * k.n_rope : 0.0) + n_act + 1;
+  const double host_fwd = k.host_ops_per_layer * k.cpu_op_s;
+  const double gap_fwd = kernels * k.kernel_gap_s;
+  // F§6 fp8: each linear's input is quantized in forward and its output gradient in backward,
+  // at fp8_cast_bytes per element for the recipe.
+  double t_cast_fwd = 0, t_cast_bwd = 0;
+  if (tr.precision == Precision::kFp8) {
+    t_cast_fwd = T * (2 * h / rep + a.QDim() / t + f_act / t) * k.fp8_cast_bytes / hbm;
+    t_cast_bwd = T * ((a.QDim() + 2.0 * a.KvDim()) / t + 2 * h / rep + (a.MlpMatrices() - 1) * f_act / t) *
+                 k.fp8_cast_bytes / hbm;
+  }
   // Output layer on the last stage (the slowest stage carries it).
-  const double t_logits_fwd = GemmTime(T, a.vocab / t, h, peak16, k);
+  const double t_logits_fwd = GemmTime(T, a.vocab / t, h, run16, k);
+  // F§3 cross-entropy over the T x V/t logits, forward and backward, memory-bound.
+  const double t_loss = T * a.vocab / t * k.loss_bytes_per_logit / hbm;
   const double flops_logits_fwd = 2 * T * h * a.vocab / t;
 
   // C§4 backward: input gradients (1x forward) and weight gradients (1x) per linear; a frozen
@@ -265,8 +411,9 @@ StepEstimate EstimateStep(const Job& job, const HardwareContext& hw) {
   // LoRA-family adapters and a quantized base's dequantization, per layer and pass (finetune.md).
   const AdapterCost adapter = AdapterLayerCost(job, hw, T);
   const double t_dequant = DequantLayerTime(job, hw);
-  double t_layer_fwd = t_lin_fwd + t_attn_fwd + t_elem_fwd + adapter.fwd_s + t_dequant;
-  double t_layer_bwd = bwd_lin * t_lin_fwd + attn_bwd_factor * t_attn_fwd + 2 * t_elem_fwd + adapter.bwd_s + t_dequant;
+  double t_layer_fwd = std::max(host_fwd, t_lin_fwd + t_attn_fwd + t_elem_fwd + gap_fwd + t_cast_fwd + adapter.fwd_s + t_dequant);
+  double t_layer_bwd = std::max(2 * host_fwd, bwd_lin * t_lin_fwd + attn_bwd_factor * t_attn_fwd + 2 * (t_elem_fwd + gap_fwd) +
+                                                  t_cast_bwd + adapter.bwd_s + t_dequant);
   double t_recompute = 0, flops_recompute = 0;
   switch (tr.recompute) {
     case Recompute::kNone: break;
@@ -285,7 +432,7 @@ StepEstimate EstimateStep(const Job& job, const HardwareContext& hw) {
       break;
   }
   const double t_mb_compute =
-      (L * (t_layer_fwd + t_layer_bwd + t_recompute) + 3 * t_logits_fwd) * k.framework_overhead +
+      (L * (t_layer_fwd + t_layer_bwd + t_recompute) + 3 * t_logits_fwd + t_loss) * k.framework_overhead +
       ActivationOffloadTime(job, hw, L);
   const double t_mb_fwd = (L * t_layer_fwd + t_logits_fwd) * k.framework_overhead;
   const double t_mb_bwd = t_mb_compute - t_mb_fwd;
@@ -315,7 +462,9 @@ StepEstimate EstimateStep(const Job& job, const HardwareContext& hw) {
                              : CollectiveTime(Collective::kAllReduce, msg, par.tp, gp.tp_per_node, hw);
     cd.tp_bytes = m * L * per_layer * msg;
     cd.tp_s = m * L * per_layer * t_one;
-    b.tp_comm_s = (1 - k.tp_overlap) * cd.tp_s;
+    // F§5 TE userbuffers (sequence parallel): each all-gather / reduce-scatter is split into tp
+    // chunks pipelined with the GEMM's chunks; only the first chunk's transfer is exposed.
+    b.tp_comm_s = (k.tp_userbuffers && par.sequence_parallel ? 1 / t : 1 - k.tp_overlap) * cd.tp_s;
   }
   // ---- N§4 context parallel: ring passing of K and V (cp - 1 steps forward, twice backward).
   if (par.cp > 1) {
@@ -387,6 +536,9 @@ StepEstimate EstimateStep(const Job& job, const HardwareContext& hw) {
       b.dp_comm_s = m * (std::max(0.0, t_ag - ov * t_mb_fwd) + std::max(0.0, t_ag + t_rs - ov * t_mb_bwd));
     }
   }
+  // F§5 NCCL kernels that overlap compute occupy SMs and HBM: the hidden share of the DP traffic
+  // still costs nccl_overlap_slowdown of its duration (counted with the DP traffic it comes from).
+  b.dp_comm_s += k.nccl_overlap_slowdown * std::max(0.0, cd.dp_s - b.dp_comm_s);
   // ---- P§1 bubble: (p - 1) / v micro-batch times (Narayanan et al. 2021 §2.2).
   if (par.pp > 1) b.bubble_s = static_cast<double>(par.pp - 1) / par.vpp * t_mb_compute;
   // ---- C§5 optimizer step: memory-bound pass over the local (sharded) trainable parameters.

@@ -33,9 +33,10 @@ import tempfile
 # key -> (scope, candidate values). Scope "throughput:<fw>" scores on that framework's fit rows.
 GRID = {
     "framework_overhead": ("throughput", [1.0, 1.1, 1.2, 1.3]),
+    "cpu_op_s": ("throughput", [10e-6, 18e-6, 25e-6]),
+    "nccl_overlap_slowdown": ("throughput", [0.0, 0.5, 1.0]),
     "flash_attention_eff.ampere": ("throughput", [0.35, 0.45, 0.575]),
     "flash_attention_eff.hopper": ("throughput", [0.2, 0.25, 0.33]),
-    "matmul_fixed_s": ("throughput", [8e-6, 20e-6, 50e-6]),
     "framework.generic.step_fixed_s": ("throughput:generic", [0.0, 0.05, 0.1]),
     "framework.hf-trainer.step_fixed_s": ("throughput:hf-trainer", [0.0, 0.05, 0.1, 0.2]),
     "framework.megatron.step_fixed_s": ("throughput:megatron", [0.0, 0.01, 0.02, 0.05]),

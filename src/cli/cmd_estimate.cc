@@ -1,3 +1,4 @@
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 
@@ -15,6 +16,8 @@ const std::vector<FlagSpec> kValidateFlags = {
     {"all", false, "list every row, including those not predicted, with the reason"},
     {"max-median", true, "exit 2 if the median |error| of throughput rows exceeds this fraction"},
     {"max-p90", true, "exit 2 if the p90 |error| of throughput rows exceeds this fraction"},
+    {"max-memory-median", true, "exit 2 if the median |error| of peak-memory rows exceeds this fraction"},
+    {"max-bias", true, "exit 2 if a framework, GPU family or method group of 5+ rows has |mean signed error| above this fraction"},
     {"catalog", true, "extra catalog CSV; repeatable"},
     {"calibration", true, "calibration CSV overriding the built-in constants"},
     {"help", false, "this help"},
@@ -69,7 +72,7 @@ int CmdValidate(const std::vector<std::string>& argv) {
     if (args->Has("help")) return 0;
     return Fail(Status::BadInput({"command line", 0, "validate"}, "needs a file: gpuplan validate RUNS.csv [MEMORY.csv ...]"));
   }
-  for (const char* flag : {"max-median", "max-p90"}) {
+  for (const char* flag : {"max-median", "max-p90", "max-memory-median", "max-bias"}) {
     if (!args->Has(flag)) continue;
     auto limit = ParseDecimal(args->Get(flag), {"command line", 0, std::string("--") + flag});
     if (!limit.ok()) return Fail(limit.status());
@@ -111,6 +114,25 @@ int CmdValidate(const std::vector<std::string>& argv) {
   };
   if (int rc = threshold("max-median", rep->overall.median_abs)) return rc;
   if (int rc = threshold("max-p90", rep->overall.p90_abs)) return rc;
+  if (int rc = threshold("max-memory-median", rep->memory.median_abs)) return rc;
+  if (args->Has("max-bias")) {
+    // The acceptance groups: framework, GPU family and method, throughput and memory.
+    double worst = 0;
+    std::string which;
+    for (const auto& g : rep->groups) {
+      if (g.dimension != "framework" && g.dimension != "GPU family" && g.dimension != "method") continue;
+      for (const auto* list : {&g.throughput, &g.memory})
+        for (const auto& s : *list)
+          if (s.rows >= kMinBandRows && std::fabs(s.mean_signed) > worst) {
+            worst = std::fabs(s.mean_signed);
+            which = std::string(list == &g.memory ? "memory " : "throughput ") + g.dimension + " " + s.group;
+          }
+    }
+    if (int rc = threshold("max-bias", worst)) {
+      std::fprintf(stderr, "gpuplan: largest bias: %s\n", which.c_str());
+      return rc;
+    }
+  }
   return 0;
 }
 

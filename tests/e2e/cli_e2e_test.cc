@@ -338,6 +338,12 @@ TEST(Cli, ValidateWritesErrorBandsWhereAsked) {
   EXPECT_NE(text.find("\nthroughput,*,*,*,"), std::string::npos) << text;
   EXPECT_NE(text.find("\nmemory,*,*,*,"), std::string::npos) << text;
   EXPECT_NE(r.out.find("throughput held-out"), std::string::npos) << "the split is printed";
+  const std::string peft = std::string(GPUPLAN_SHARED_DIR) + "/validation/peft_runs.csv --write -";
+  Proc bias = Exec("validate " + peft + " --max-bias 0");
+  EXPECT_EQ(bias.exit_code, 2) << "no group is exactly unbiased";
+  EXPECT_NE(bias.out.find("largest bias: "), std::string::npos) << bias.out.substr(bias.out.size() > 500 ? bias.out.size() - 500 : 0);
+  EXPECT_EQ(Exec("validate " + peft + " --max-bias 1000 --max-memory-median 1000").exit_code, 0);
+  EXPECT_EQ(Exec("validate " + peft + " --max-memory-median 0").exit_code, 2);
 }
 
 TEST(Cli, FuzzBadInputsNeverCrash) {

@@ -119,6 +119,10 @@ TEST(Finetune, ExpectedLongestSampleMatchesClosedForms) {
   EXPECT_NEAR(ExpectedLongestSample(512, 1024, 2), 1024.0 * 2 / 3, 0.5);
   // Far below the cap the law is exponential: E[max of n] = mean x (1 + 1/2 + ... + 1/n).
   EXPECT_NEAR(ExpectedLongestSample(100, 100000, 4), 100 * (1 + 1.0 / 2 + 1.0 / 3 + 1.0 / 4), 1.0);
+  // A mean above half the cap (rising density): still between the mean and the cap.
+  const double high = ExpectedLongestSample(900, 1024, 4);
+  EXPECT_GT(high, 900);
+  EXPECT_LT(high, 1024);
   // More samples per micro-batch, a longer longest one; never past the cap.
   double prev = 0;
   for (int64_t n : {1, 2, 4, 8, 16, 64}) {

@@ -413,6 +413,14 @@ Result<std::vector<MeasuredRow>> ReadMeasuredRows(const std::string& path, const
     const auto gpu = MatchGpuName(catalog, r.Str("gpu"));
     if (!gpu) { skip("GPU '" + r.Str("gpu") + "' is not in the catalog"); continue; }
     c.gpu = *gpu;
+    // The interconnect column: a multi-node run whose fabric is not stated cannot be predicted
+    // (its data-parallel traffic depends on it); "no NVLink" puts the GPUs on PCIe.
+    const std::string ic = Lower(r.Str("interconnect"));
+    if (c.num_gpus > c.gpus_per_node && Contains(ic, "fabric not stated")) { skip("multi-node run whose inter-node fabric is not stated"); continue; }
+    if (Contains(ic, "no nvlink")) {
+      const auto g = catalog.FindGpu(c.gpu);
+      c.intra_node = "pcie" + std::to_string(static_cast<int>(g.ok() ? g->pcie_gen.value_or(4) : 4)) + "-x16";
+    }
     auto accum = NoteInt(notes, "grad_accum", r.Where("notes"));
     if (!accum.ok()) return accum.status();
     // micro_batch, dp and grad_accum are each <= 1e7, so their product (<= 1e21) can pass int64: the

@@ -256,6 +256,15 @@ void BuildGroups(ValidationReport& rep) {
       {"source", [](const ValidatedRow& v) { return SourceGroup(v.row.source); }},
   };
   for (const auto& [name, fn] : dims) rep.groups.push_back({name, GroupBy(rep.rows, false, fn), GroupBy(rep.rows, true, fn)});
+  // Scale groups in GPU-count order, not alphabetical.
+  auto rank = [](const ErrorSummary& s) {
+    static const char* kOrder[] = {"1 GPU", "2-8 GPUs", "9-64 GPUs", "65-512 GPUs", ">512 GPUs"};
+    return std::find(std::begin(kOrder), std::end(kOrder), s.group) - std::begin(kOrder);
+  };
+  for (auto& g : rep.groups)
+    if (g.dimension == "scale")
+      for (auto* list : {&g.throughput, &g.memory})
+        std::stable_sort(list->begin(), list->end(), [&](const ErrorSummary& a, const ErrorSummary& b) { return rank(a) < rank(b); });
 }
 
 void BuildSplit(ValidationReport& rep) {

@@ -188,6 +188,15 @@ TEST(ValidationReport, GroupsCoverEveryUsedRowOnceInEachDimension) {
   ASSERT_EQ(scale.throughput.size(), 2u);
   EXPECT_EQ(scale.throughput[0].group, "1 GPU");
   EXPECT_EQ(scale.throughput[1].group, "2-8 GPUs");
+  // Scales are listed in GPU-count order (alphabetically "65-512" would precede "9-64").
+  std::string rows;
+  for (int gpus : {1, 16, 128, 1024}) rows += Row("step_time_s", 2.0, "s/optimizer step", kLora, 512, 1, 8 * gpus, gpus);
+  const ValidationReport scales = Validate("scales.csv", rows);
+  std::vector<std::string> order;
+  for (const auto& g : scales.groups)
+    if (g.dimension == "scale")
+      for (const auto& s : g.throughput) order.push_back(s.group);
+  EXPECT_EQ(order, (std::vector<std::string>{"1 GPU", "9-64 GPUs", "65-512 GPUs", ">512 GPUs"}));
   for (const auto& v : rep.rows) EXPECT_EQ(v.gpu_family, "ampere");
 }
 

@@ -86,6 +86,7 @@ constexpr KeyRule kRules[] = {
     {"gemm_measured.", {0, 1}, true},
     // issue 9, memory keys (data/calibration.csv)
     {"loss_chunks", {1, 1e6}},
+    {"allocator_state_fragmentation", {0, 1}},
     // data/frameworks.csv: framework.<name>.<mechanism> (docs/model/frameworks.md); factors,
     // fractions and seconds alike stay within this bound.
     {"framework.", {0, 1e4}},

@@ -571,7 +571,11 @@ MemoryBreakdown EstimateMemoryForStage(const Job& job, int stage, const Calibrat
   // blocks of one to the other once long-lived tensors (gradients, reduce-scatter outputs) are
   // placed between them: reserved holds both working sets.
   const double unshared = std::min(loss_transient, recompute_ws);
-  const double frag = unshared + cal.Get("allocator_fragmentation") * churn;
+  // Model states are allocated once, but while they are built (weights loaded, cast or
+  // quantized, optimizer states created lazily at the first step) their temporaries leave cached
+  // blocks the step's tensors do not fit into: a fitted share of the states.
+  const double state_frag = cal.Get("allocator_state_fragmentation") * static_alloc;
+  const double frag = unshared + state_frag + cal.Get("allocator_fragmentation") * churn;
   const double ctx = cal.Get("cuda_context_bytes");
   const double nccl = job.cluster.num_gpus > 1 ? cal.Get("nccl_buffers_bytes") : 0;
   m.allocated_bytes = static_alloc + churn;
@@ -583,7 +587,9 @@ MemoryBreakdown EstimateMemoryForStage(const Job& job, int stage, const Calibrat
   ADD("overhead", "caching allocator: 2 MiB rounding of model-state tensors", rounding, "1 MiB x state tensors above 10 MiB");
   ADD("overhead", "caching allocator: cached blocks of the other working set (loss vs recompute)", unshared,
       "min(loss backward, one layer's recompute)");
-  ADD("overhead", "caching allocator: fragmentation of per-step tensors", frag - unshared,
+  ADD("overhead", "caching allocator: cached blocks left while the model states were built", state_frag,
+      Fmt("%.2f x model states", cal.Get("allocator_state_fragmentation")));
+  ADD("overhead", "caching allocator: fragmentation of per-step tensors", frag - unshared - state_frag,
       Fmt("%.2f x (activations + buffers)", cal.Get("allocator_fragmentation")));
   m.total_bytes = m.weights_bytes + m.gradients_bytes + m.optimizer_bytes + m.activations_bytes + m.buffers_bytes + m.overhead_bytes;
   return m;

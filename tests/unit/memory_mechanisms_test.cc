@@ -107,7 +107,11 @@ TEST(MemoryMechanisms, FragmentationFollowsPerStepTensorsNotModelStates) {
     const MemoryBreakdown m = EstimateMemory(MakeJob(base + t + "}\n"));
     return m.reserved_bytes - m.allocated_bytes;
   };
-  EXPECT_DOUBLE_EQ(gap("optimizer: sgd"), gap("optimizer: adamw"));
+  const double f_state = Calibration::Builtin().Get("allocator_state_fragmentation");
+  const double extra_state = EstimateMemory(MakeJob(base + "optimizer: adamw}\n")).optimizer_bytes -
+                             EstimateMemory(MakeJob(base + "optimizer: sgd}\n")).optimizer_bytes;
+  ASSERT_GT(extra_state, 0);
+  EXPECT_NEAR(gap("optimizer: adamw") - gap("optimizer: sgd"), f_state * extra_state, 1e-6 * extra_state);
   EXPECT_GT(gap("micro_batch: 4"), gap("micro_batch: 1"));
 }
 
@@ -117,7 +121,10 @@ TEST(MemoryMechanisms, PagedOptimizerStatesAreOutsideTheCachingAllocator) {
   EXPECT_DOUBLE_EQ(paged.optimizer_bytes, plain.optimizer_bytes);
   EXPECT_DOUBLE_EQ(paged.paged_bytes, paged.optimizer_bytes);
   EXPECT_LT(paged.reserved_bytes, plain.reserved_bytes);
-  EXPECT_NEAR(paged.total_bytes, plain.total_bytes, 0.01 * plain.total_bytes);
+  // the device total still holds them (resident while memory allows): what is lost is only the
+  // allocator's share on them (rounding and cached blocks), a few percent of the states
+  EXPECT_GT(paged.total_bytes, paged.reserved_bytes + paged.paged_bytes);
+  EXPECT_NEAR(paged.total_bytes, plain.total_bytes, 0.1 * plain.optimizer_bytes);
 }
 
 TEST(MemoryMechanisms, ActivationOffloadMovesLayerActivationsToHost) {

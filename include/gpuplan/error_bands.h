@@ -25,6 +25,10 @@ struct ErrorBand {
   std::string method;      // ToString(Method), or "*"
   int rows = 0;            // validated runs in the group
   double median_abs = 0, p90_abs = 0, mean_signed = 0;  // fractions: (predicted - measured) / measured
+  // p90 of max(0, -error): how far below the measurement 9 runs in 10 stay. A prediction p needs
+  // headroom h >= -error to hold the run (p <= capacity x (1 - h) and measured = p / (1 + error)),
+  // so this is the memory headroom that covers 9 runs in 10; over-predictions need none.
+  double p90_under = 0;
   // "framework=megatron x gpu=hopper x method=full", "method=lora", "all runs".
   std::string Group() const;
 };

@@ -10,7 +10,7 @@
 namespace gpuplan {
 
 namespace {
-constexpr const char* kHeader = "kind,framework,gpu_family,method,rows,median_abs,p90_abs,mean_signed";
+constexpr const char* kHeader = "kind,framework,gpu_family,method,rows,median_abs,p90_abs,mean_signed,p90_under";
 }  // namespace
 
 std::string ErrorBand::Group() const {
@@ -51,6 +51,13 @@ Result<ErrorBands> ErrorBands::Parse(std::string_view text, const std::string& f
     b.median_abs = *med;
     b.p90_abs = *p90;
     b.mean_signed = *mean;
+    // p90_under was added later: a file without it reads p90_abs (the conservative bound).
+    b.p90_under = b.p90_abs;
+    if (r.Has("p90_under")) {
+      auto under = r.Number("p90_under", {0, 1e6});
+      if (!under.ok()) return under.status();
+      b.p90_under = *under;
+    }
     out.bands_.push_back(std::move(b));
   }
   return out;
@@ -91,8 +98,8 @@ std::string ErrorBandsToCsv(const std::vector<ErrorBand>& bands) {
   std::string out = std::string(kHeader) + "\n";
   char buf[512];
   for (const auto& b : bands) {
-    std::snprintf(buf, sizeof buf, "%s,%s,%s,%s,%d,%.4f,%.4f,%.4f\n", b.kind.c_str(), b.framework.c_str(), b.gpu_family.c_str(),
-                  b.method.c_str(), b.rows, b.median_abs, b.p90_abs, b.mean_signed);
+    std::snprintf(buf, sizeof buf, "%s,%s,%s,%s,%d,%.4f,%.4f,%.4f,%.4f\n", b.kind.c_str(), b.framework.c_str(), b.gpu_family.c_str(),
+                  b.method.c_str(), b.rows, b.median_abs, b.p90_abs, b.mean_signed, b.p90_under);
     out += buf;
   }
   return out;

@@ -296,7 +296,11 @@ std::vector<ErrorBand> BuildBands(const std::vector<ValidatedRow>& rows) {
   std::vector<ErrorBand> out;
   for (auto& [k, e] : by) {
     const ErrorSummary s = Summarize("", e);
-    out.push_back({std::get<1>(k), std::get<2>(k), std::get<3>(k), std::get<4>(k), s.rows, s.median_abs, s.p90_abs, s.mean_signed});
+    std::vector<double> under;
+    for (double x : e) under.push_back(std::max(0.0, -x));
+    const double p90_under = Summarize("", under).p90_abs;
+    out.push_back({std::get<1>(k), std::get<2>(k), std::get<3>(k), std::get<4>(k), s.rows, s.median_abs, s.p90_abs, s.mean_signed,
+                   p90_under});
   }
   return out;
 }

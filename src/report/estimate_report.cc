@@ -270,8 +270,10 @@ std::string BandsTable(const std::vector<ErrorBand>& bands) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& b : bands)
     rows.push_back({b.kind, b.Group() + (b.rows < kMinBandRows ? " (fewer than 5 rows: not used)" : ""), std::to_string(b.rows),
-                    F("%.1f%%", 100 * b.median_abs), F("%.1f%%", 100 * b.p90_abs), F("%+.1f%%", 100 * b.mean_signed)});
-  return RenderTable({"kind", "group", "rows", "median abs error", "p90 abs error", "mean signed error"}, rows, true);
+                    F("%.1f%%", 100 * b.median_abs), F("%.1f%%", 100 * b.p90_abs), F("%+.1f%%", 100 * b.mean_signed),
+                    F("%.1f%%", 100 * b.p90_under)});
+  return RenderTable({"kind", "group", "rows", "median abs error", "p90 abs error", "mean signed error", "p90 under-prediction"},
+                     rows, true);
 }
 
 std::string SkipReasons(const ValidationReport& r) {
@@ -339,8 +341,10 @@ std::string ValidationToMarkdown(const ValidationReport& r, const std::string& i
          "subset only; it prints the fit and held-out error of every grid point and of the chosen one.\n\n";
   out += "## Error bands\n\ndata/error_bands.csv (written with this page): the error of every group at four levels, "
          "framework x GPU family x method, framework x method, method, all runs. `gpuplan estimate` and `gpuplan plan` "
-         "print the p90 of the nearest group with at least 5 runs as the expected error, and the planner's default "
-         "memory headroom is the memory band's p90.\n\n" +
+         "print the p90 of the nearest group with at least 5 runs as the expected error. The planner's default "
+         "memory headroom is that memory band's p90 under-prediction (p90 of max(0, -error)): a run predicted at p "
+         "needs headroom h >= -error to fit, so it holds 9 in 10 of the group's runs, and a group the model "
+         "over-predicts needs little; it is capped at 50%.\n\n" +
          BandsTable(r.bands) + "\n";
   out += "## Rows not predicted, by reason\n\n" + SkipReasons(r);
   out += "\n## Every predicted row\n\n" + PredictedRows(r);

@@ -134,7 +134,8 @@ std::string ExpectedErrorLine(const ExpectedError& e) {
 nlohmann::json ExpectedErrorToJson(const ExpectedError& e) {
   auto band = [](const std::optional<ErrorBand>& b) -> nlohmann::json {
     if (!b) return nullptr;
-    return {{"p90_abs", b->p90_abs}, {"median_abs", b->median_abs}, {"mean_signed", b->mean_signed}, {"rows", b->rows},
+    return {{"p90_abs", b->p90_abs}, {"median_abs", b->median_abs}, {"mean_signed", b->mean_signed},
+            {"p90_under", b->p90_under}, {"rows", b->rows},
             {"group", b->Group()}, {"framework", b->framework}, {"gpu_family", b->gpu_family}, {"method", b->method}};
   };
   return {{"step_time", band(e.throughput)}, {"memory", band(e.memory)}, {"source", "data/error_bands.csv"}};

@@ -192,11 +192,12 @@ Result<PlanResult> PlanJob(const Job& job_in, const Catalog& catalog, const Cali
     ctx.headroom = job.constraints.min_memory_headroom;
     out.memory_headroom_source = "constraints.min_memory_headroom";
   } else if (const auto band = DefaultHeadroomBand(job, catalog)) {
-    // The memory model's p90 error on the nearest validated group (data/error_bands.csv).
-    ctx.headroom = std::min(band->p90_abs, kMaxDefaultHeadroom);
+    // The memory band of the nearest validated group (data/error_bands.csv): the headroom that
+    // holds 9 in 10 of its runs (p90 of under-prediction; an over-prediction needs none).
+    ctx.headroom = std::min(band->p90_under, kMaxDefaultHeadroom);
     char buf[300];
-    std::snprintf(buf, sizeof buf, "the memory model's p90 error on %d validated runs (%s, data/error_bands.csv)%s", band->rows,
-                  band->Group().c_str(), band->p90_abs > kMaxDefaultHeadroom ? ", capped at 50%" : "");
+    std::snprintf(buf, sizeof buf, "the memory model's p90 under-prediction on %d validated runs (%s, data/error_bands.csv)%s",
+                  band->rows, band->Group().c_str(), band->p90_under > kMaxDefaultHeadroom ? ", capped at 50%" : "");
     out.memory_headroom_source = buf;
   } else {
     ctx.headroom = cal.Get("memory_model_error_margin");

@@ -334,7 +334,7 @@ TEST(Cli, ValidateWritesErrorBandsWhereAsked) {
   ASSERT_EQ(r.exit_code, 0) << r.out.substr(r.out.size() > 2000 ? r.out.size() - 2000 : 0);
   std::ifstream f(bands);
   std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  EXPECT_EQ(text.rfind("kind,framework,gpu_family,method,rows,median_abs,p90_abs,mean_signed\n", 0), 0u) << text;
+  EXPECT_EQ(text.rfind("kind,framework,gpu_family,method,rows,median_abs,p90_abs,mean_signed,p90_under\n", 0), 0u) << text;
   EXPECT_NE(text.find("\nthroughput,*,*,*,"), std::string::npos) << text;
   EXPECT_NE(text.find("\nmemory,*,*,*,"), std::string::npos) << text;
   EXPECT_NE(r.out.find("throughput held-out"), std::string::npos) << "the split is printed";

@@ -3,6 +3,7 @@
 // own inputs or from the estimator, never copied from an output.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <set>
@@ -245,7 +246,7 @@ TEST(ValidationReport, SplitIsByConfigurationAndSummarizedSeparately) {
 
 TEST(ValidationReport, BandsLookupFallsBackToCoarserGroups) {
   const std::string csv =
-      "kind,framework,gpu_family,method,rows,median_abs,p90_abs,mean_signed\n"
+      "kind,framework,gpu_family,method,rows,median_abs,p90_abs,mean_signed\n"  // no p90_under: reads p90_abs
       "throughput,megatron,hopper,full,12,0.05,0.10,0.01\n"
       "throughput,megatron,ampere,full,3,0.30,0.40,0.30\n"  // too few rows: skipped
       "throughput,megatron,*,full,20,0.06,0.12,0.02\n"
@@ -270,6 +271,7 @@ TEST(ValidationReport, BandsLookupFallsBackToCoarserGroups) {
   ASSERT_TRUE(all);
   EXPECT_EQ(all->Group(), "all runs");
   EXPECT_FALSE(bands->Nearest("memory", "megatron", "hopper", "full"));
+  EXPECT_DOUBLE_EQ(exact->p90_under, exact->p90_abs);
   EXPECT_FALSE(ErrorBands::Parse("kind,framework\nthroughput,x\n", "bad.csv").ok());
   EXPECT_FALSE(ErrorBands::Parse(std::string(csv) + "speed,*,*,*,9,0.1,0.2,0\n", "bad.csv").ok());
 }
@@ -284,10 +286,18 @@ TEST(ValidationReport, BandsOfAReportHaveEveryLevelAndRoundTrip) {
       if (b.kind == "throughput" && b.framework == fw && b.gpu_family == fam && b.method == m) return &b;
     return nullptr;
   };
+  // The p90 of under-prediction, from the rows' own errors.
+  std::vector<double> under;
+  for (const auto& v : rep.rows)
+    if (v.used) under.push_back(std::max(0.0, -v.error));
+  std::sort(under.begin(), under.end());
+  const double idx = 0.9 * (under.size() - 1);
+  const double p90_under = under[static_cast<size_t>(idx)] + (under[static_cast<size_t>(idx) + 1] - under[static_cast<size_t>(idx)]) * (idx - std::floor(idx));
   for (const auto* b : {find("hf-trainer", "ampere", "lora"), find("hf-trainer", "*", "lora"), find("*", "*", "lora"), find("*", "*", "*")}) {
     ASSERT_NE(b, nullptr);
     EXPECT_EQ(b->rows, 6);
     EXPECT_NEAR(b->p90_abs, rep.overall.p90_abs, 1e-12);
+    EXPECT_NEAR(b->p90_under, p90_under, 1e-12);
   }
   auto parsed = ErrorBands::Parse(ErrorBandsToCsv(rep.bands), "written.csv");
   ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
@@ -346,7 +356,8 @@ TEST(ValidationReport, PlannerHeadroomIsTheMemoryBand) {
   ASSERT_TRUE(gpu.ok());
   const auto band = ExpectedErrorFor(*parsed, gpu->family).memory;
   if (band) {
-    EXPECT_DOUBLE_EQ(plan->memory_headroom, std::min(band->p90_abs, 0.5));
+    EXPECT_DOUBLE_EQ(plan->memory_headroom, std::min(band->p90_under, 0.5));
+    EXPECT_LE(band->p90_under, band->p90_abs);
     EXPECT_NE(plan->memory_headroom_source.find(band->Group()), std::string::npos) << plan->memory_headroom_source;
   } else {
     EXPECT_DOUBLE_EQ(plan->memory_headroom, Calibration::Builtin().Get("memory_model_error_margin"));

@@ -134,7 +134,9 @@ EfficiencyConstants ResolveConstants(const GpuSpec& g, const LinkSpec& intra, co
 // H§2 which constants used for this GPU are not measured on its family: "" when all are.
 std::string EfficiencyNote(const GpuSpec& g, const TrainingSpec& tr, const Calibration& cal, const EfficiencyConstants& k) {
   const std::string fam = g.family.empty() ? "default" : g.family;
-  auto flag = [&](const std::string& what) { return cal.Has(what + "." + g.id) || cal.Has(what + "." + fam); };
+  // Measured means measured on this GPU's silicon: the flags are keyed by GPU id (an A10G or RTX
+  // 3090 is family ampere but not the A100's GA100 die).
+  auto flag = [&](const std::string& what) { return cal.Has(what + "." + g.id); };
   auto num = [](double v) {
     char b[32];
     std::snprintf(b, sizeof b, "%.3g", v);
@@ -142,17 +144,17 @@ std::string EfficiencyNote(const GpuSpec& g, const TrainingSpec& tr, const Calib
   };
   std::vector<std::string> parts;
   if (!flag("mamf_measured"))
-    parts.push_back("matmul ceiling " + num(k.matmul_eff_max) + " is assumed (no MAMF measurement for " + fam + ")");
+    parts.push_back("matmul ceiling " + num(k.matmul_eff_max) + " is assumed or borrowed from its family (no MAMF measurement for " + g.id + ")");
   else if (tr.precision == Precision::kFp8 && !cal.Has("matmul_eff_max." + fam + ".fp8"))
-    parts.push_back("fp8 matmul ceiling " + num(k.matmul_eff_max) + " is the bf16 MAMF ratio (no fp8 MAMF for " + fam + ")");
+    parts.push_back("fp8 matmul ceiling " + num(k.matmul_eff_max) + " is the bf16 MAMF ratio (no fp8 MAMF for " + g.id + ")");
   if (!flag("attention_measured"))
     parts.push_back("attention efficiency " + num(tr.flash_attention ? k.flash_eff : k.eager_attn_eff) +
-                    " is borrowed or assumed (no attention measurement for " + fam + ")");
+                    " is borrowed or assumed (no attention measurement for " + g.id + ")");
   if (!flag("gemm_measured"))
     parts.push_back("GEMM shape constants (d_half " + num(k.matmul_dim_half) + ", fixed " + num(k.matmul_fixed_s * 1e6) +
-                    " us) are borrowed (no GEMM microbenchmark for " + fam + ")");
+                    " us) are borrowed (no GEMM microbenchmark for " + g.id + ")");
   if (!flag("hbm_measured"))
-    parts.push_back("hbm_eff " + num(k.hbm_eff) + " is the A100/H100 copy benchmark's (none for " + fam + ")");
+    parts.push_back("hbm_eff " + num(k.hbm_eff) + " is the A100/H100 copy benchmark's (none for " + g.id + ")");
   if (k.clock_factor != 1)
     parts.push_back("compute peaks are derived from another part's and scaled by a sustained-clock factor of " +
                     num(k.clock_factor) + " for its power limit");
@@ -411,8 +413,14 @@ StepEstimate EstimateStep(const Job& job, const HardwareContext& hw) {
   // LoRA-family adapters and a quantized base's dequantization, per layer and pass (finetune.md).
   const AdapterCost adapter = AdapterLayerCost(job, hw, T);
   const double t_dequant = DequantLayerTime(job, hw);
-  double t_layer_fwd = std::max(host_fwd, t_lin_fwd + t_attn_fwd + t_elem_fwd + gap_fwd + t_cast_fwd + adapter.fwd_s + t_dequant);
-  double t_layer_bwd = std::max(2 * host_fwd, bwd_lin * t_lin_fwd + attn_bwd_factor * t_attn_fwd + 2 * (t_elem_fwd + gap_fwd) +
+  // F§2 the adapters' own launches (finetune.md) add to the host's ops and the GPU's kernel gaps.
+  const double host_lora_fwd = (adapter.fwd_gemms + adapter.fwd_kernels) * k.cpu_op_s;
+  const double host_lora_bwd = (adapter.bwd_gemms + adapter.bwd_kernels) * k.cpu_op_s;
+  double t_layer_fwd = std::max(host_fwd + host_lora_fwd, t_lin_fwd + t_attn_fwd + t_elem_fwd + gap_fwd + t_cast_fwd +
+                                                              adapter.fwd_s + adapter.fwd_kernels * k.kernel_gap_s + t_dequant);
+  double t_layer_bwd = std::max(2 * host_fwd + host_lora_bwd,
+                                bwd_lin * t_lin_fwd + attn_bwd_factor * t_attn_fwd + 2 * (t_elem_fwd + gap_fwd) +
+                                    adapter.bwd_kernels * k.kernel_gap_s +
                                                   t_cast_bwd + adapter.bwd_s + t_dequant);
   double t_recompute = 0, flops_recompute = 0;
   switch (tr.recompute) {

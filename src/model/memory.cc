@@ -326,9 +326,29 @@ LossKind LossFromCode(double code) {
   return code >= 2.5 ? LossKind::kFused : code >= 1.5 ? LossKind::kChunked : LossKind::kStandard;
 }
 
+// The data/calibration.csv constants of this page, resolved once for the built-in calibration
+// (the search calls EstimateMemory millions of times: no map lookup per call) and per call for
+// any other (a user's --calibration copy).
+struct MemoryConstants {
+  double cuda_context_bytes, nccl_buffers_bytes, fragmentation, state_fragmentation;
+  double zero3_prefetch_layers, zero_bucket_elements, loss_chunks;
+};
+MemoryConstants ResolveMemoryConstants(const Calibration& cal) {
+  return {cal.Get("cuda_context_bytes"),    cal.Get("nccl_buffers_bytes"),   cal.Get("allocator_fragmentation"),
+          cal.Get("allocator_state_fragmentation"), cal.Get("zero3_prefetch_layers"), cal.Get("zero_bucket_elements"),
+          cal.Get("loss_chunks")};
+}
+const MemoryConstants& ConstantsFor(const Calibration& cal, MemoryConstants& scratch) {
+  static const MemoryConstants builtin = ResolveMemoryConstants(Calibration::Builtin());
+  if (&cal == &Calibration::Builtin()) return builtin;
+  scratch = ResolveMemoryConstants(cal);
+  return scratch;
+}
+
 }  // namespace
 
-LossMemory ResolveLossMemory(const Job& job, const Calibration& cal) {
+namespace {
+LossMemory ResolveLoss(const Job& job, const Calibration& cal, const MemoryConstants& kc) {
   const TrainingSpec& tr = job.training;
   const double ab = ActivationBytesPerElement(tr.precision);
   LossMemory l;
@@ -355,7 +375,7 @@ LossMemory ResolveLossMemory(const Job& job, const Calibration& cal) {
     case LossKind::kChunked: {
       // the 16-bit logits of every chunk are kept; fp32 (log-probs + two gradients) for one
       // chunk at a time.
-      const double chunks = k && cal.Has(k->loss_chunks) ? cal.Get(k->loss_chunks) : cal.Get("loss_chunks");
+      const double chunks = k && cal.Has(k->loss_chunks) ? cal.Get(k->loss_chunks) : kc.loss_chunks;
       l.chunks = std::max(1.0, chunks);
       l.saved_bytes_per_logit = ab;
       l.transient_bytes_per_logit = 12.0 / l.chunks;
@@ -369,6 +389,12 @@ LossMemory ResolveLossMemory(const Job& job, const Calibration& cal) {
       break;
   }
   return l;
+}
+}  // namespace
+
+LossMemory ResolveLossMemory(const Job& job, const Calibration& cal) {
+  MemoryConstants scratch;
+  return ResolveLoss(job, cal, ConstantsFor(cal, scratch));
 }
 
 MemoryBreakdown EstimateMemoryForStage(const Job& job, int stage, const Calibration& cal, bool detail) {
@@ -385,6 +411,8 @@ MemoryBreakdown EstimateMemoryForStage(const Job& job, int stage, const Calibrat
   const double wb = WeightBytesPerParam(job), gb = GradBytesPerParam(job), ob = OptimizerBytesPerParam(job);
   const double t = static_cast<double>(par.tp);
   const bool paged = tr.optimizer == Optimizer::kPagedAdamW8bit;
+  MemoryConstants scratch;
+  const MemoryConstants& kc = ConstantsFor(cal, scratch);
   // Explanations are built only when asked for (the search calls this millions of times).
 #define ADD(cat, name, bytes, formula) \
   do {                                  \
@@ -504,7 +532,7 @@ MemoryBreakdown EstimateMemoryForStage(const Job& job, int stage, const Calibrat
   double loss_transient = 0;
   if (stage == par.pp - 1) {
     // §3.6 output: final norm input/output, and the cross-entropy's logit-sized tensors by kind.
-    const LossMemory loss = ResolveLossMemory(job, cal);
+    const LossMemory loss = ResolveLoss(job, cal, kc);
     const double logits = sb * a.vocab / t;
     const double norm = NormSavedPerToken(a) * sb * a.hidden / rep * ab + NormStatsBytesPerToken(a) * sb / rep + 8 * sb;
     const double head = norm + loss.saved_bytes_per_logit * logits;
@@ -539,15 +567,15 @@ MemoryBreakdown EstimateMemoryForStage(const Job& job, int stage, const Calibrat
     ADD("buffers", "FSDP+PP: unsharded stage weights + accumulated unsharded grads", g,
         Fmt("%.4g params x (%.0f B + %.0f B)", stage_params, wb, IsLora(job) ? 0.0 : wb));
   } else if (gathers) {
-    const double layers = cal.Get("zero3_prefetch_layers");
+    const double layers = kc.zero3_prefetch_layers;
     const double g = sp.layer * (layers * wb + (IsLora(job) ? 0 : gb));
     m.buffers_bytes += g;
     ADD("buffers", "ZeRO-3/FSDP unsharded layers (gathered weights + unsharded grads)", g,
         Fmt("%.0f layers x %.4g params x %.0f B + grads of one layer", layers, sp.layer, wb));
   } else if ((par.zero == 1 || par.zero == 2) && shard > 1 && !IsLora(job)) {
-    const double bucket = std::min(cal.Get("zero_bucket_elements"), sp.dense + sp.expert) * gb;
+    const double bucket = std::min(kc.zero_bucket_elements, sp.dense + sp.expert) * gb;
     m.buffers_bytes += bucket;
-    ADD("buffers", "ZeRO reduce bucket", bucket, Fmt("min(%.3g elements, params) x %.0f B", cal.Get("zero_bucket_elements"), gb));
+    ADD("buffers", "ZeRO reduce bucket", bucket, Fmt("min(%.3g elements, params) x %.0f B", kc.zero_bucket_elements, gb));
   }
   if (tr.method == Method::kQlora) {
     const double deq = sp.largest_matrix * wb;
@@ -574,10 +602,10 @@ MemoryBreakdown EstimateMemoryForStage(const Job& job, int stage, const Calibrat
   // Model states are allocated once, but while they are built (weights loaded, cast or
   // quantized, optimizer states created lazily at the first step) their temporaries leave cached
   // blocks the step's tensors do not fit into: a fitted share of the states.
-  const double state_frag = cal.Get("allocator_state_fragmentation") * static_alloc;
-  const double frag = unshared + state_frag + cal.Get("allocator_fragmentation") * churn;
-  const double ctx = cal.Get("cuda_context_bytes");
-  const double nccl = job.cluster.num_gpus > 1 ? cal.Get("nccl_buffers_bytes") : 0;
+  const double state_frag = kc.state_fragmentation * static_alloc;
+  const double frag = unshared + state_frag + kc.fragmentation * churn;
+  const double ctx = kc.cuda_context_bytes;
+  const double nccl = job.cluster.num_gpus > 1 ? kc.nccl_buffers_bytes : 0;
   m.allocated_bytes = static_alloc + churn;
   m.reserved_bytes = m.allocated_bytes + rounding + frag;
   m.paged_bytes = optimizer_paged;
@@ -588,9 +616,9 @@ MemoryBreakdown EstimateMemoryForStage(const Job& job, int stage, const Calibrat
   ADD("overhead", "caching allocator: cached blocks of the other working set (loss vs recompute)", unshared,
       "min(loss backward, one layer's recompute)");
   ADD("overhead", "caching allocator: cached blocks left while the model states were built", state_frag,
-      Fmt("%.2f x model states", cal.Get("allocator_state_fragmentation")));
+      Fmt("%.2f x model states", kc.state_fragmentation));
   ADD("overhead", "caching allocator: fragmentation of per-step tensors", frag - unshared - state_frag,
-      Fmt("%.2f x (activations + buffers)", cal.Get("allocator_fragmentation")));
+      Fmt("%.2f x (activations + buffers)", kc.fragmentation));
   m.total_bytes = m.weights_bytes + m.gradients_bytes + m.optimizer_bytes + m.activations_bytes + m.buffers_bytes + m.overhead_bytes;
   return m;
 #undef ADD

@@ -109,9 +109,10 @@ struct Constraints {
   std::vector<std::string> clouds;  // Default: all providers in the catalog.
   std::vector<std::string> gpus;    // Default: every GPU id.
   SpotPolicy spot = SpotPolicy::kNo;  // Default: no (on-demand prices).
-  double min_memory_headroom = 0.05;  // Default: unset = the memory model's p90 error (calibration
-                                      // memory_model_error_margin, 20.6%); the 0.05 applies only to
-                                      // callers that read it without checking IsSet.
+  double min_memory_headroom = 0.05;  // Default: unset = the p90 under-prediction of the nearest
+                                      // validated group's memory band (data/error_bands.csv; else
+                                      // calibration memory_model_error_margin); the 0.05 applies only
+                                      // to callers that read it without checking IsSet.
   Objective objective = Objective::kBalanced;  // Default: balanced (time x cost).
   double rerun_factor = 1.3;        // Default: 1.3 (seed 001 §6.2: budget 1.3-1.5x the pure training time).
   bool allow_tp_across_nodes = false;  // Default: false.

@@ -428,6 +428,7 @@ MemoryBreakdown EstimateMemoryForStage(const Job& job, int stage, const Calibrat
   // (torchtune optimizer_in_bwd), so one layer's gradients (or the embedding's) are live at once.
   const double in_bwd_params = std::max(sp.layer, static_cast<double>(a.vocab) * a.hidden / t);
   double optimizer_paged = 0;  // optimizer bytes in unified memory (outside the caching allocator)
+  double stored_bytes_per_param = wb;  // of the weights as stored (a quantized base: its average)
 
   if (!IsLora(job)) {
     m.trainable_params = pc.total;
@@ -479,7 +480,15 @@ MemoryBreakdown EstimateMemoryForStage(const Job& job, int stage, const Calibrat
     const double adapter_w = adapters * wb / (par.zero >= 3 ? shard : 1.0);
     ADD("weights", tr.method == Method::kDora ? "DoRA adapters + magnitude vectors" : "LoRA adapters", adapter_w,
         Fmt("%.0f B x %.4g adapter params", wb, adapters));
-    m.weights_bytes = base / base_div + adapter_w;
+    stored_bytes_per_param = params_gpu > 0 ? base / params_gpu : wb;
+    if (par.offload == Offload::kOptimizerParams) {
+      // §2.3 parameter offload (FSDP cpu_offload, ZeRO-3 offload_param): the frozen base lives in
+      // host memory and is gathered layer by layer (§4).
+      m.host_bytes += base / base_div;
+      m.weights_bytes = adapter_w;
+    } else {
+      m.weights_bytes = base / base_div + adapter_w;
+    }
     const double live_adapters = tr.optimizer_in_backward ? adapters / std::max<int64_t>(1, sp.layers) : adapters;
     m.gradients_bytes = live_adapters * gb / (par.zero >= 2 ? shard : 1.0);
     ADD("gradients", "adapter gradients", m.gradients_bytes, Fmt("%.0f B x %.4g", gb, live_adapters));
@@ -568,10 +577,12 @@ MemoryBreakdown EstimateMemoryForStage(const Job& job, int stage, const Calibrat
         Fmt("%.4g params x (%.0f B + %.0f B)", stage_params, wb, IsLora(job) ? 0.0 : wb));
   } else if (gathers) {
     const double layers = kc.zero3_prefetch_layers;
-    const double g = sp.layer * (layers * wb + (IsLora(job) ? 0 : gb));
+    // A quantized base is gathered as stored (fsdp_qlora packs the 4-bit weights in a 16-bit
+    // storage dtype so FSDP can shard and gather them).
+    const double g = sp.layer * (layers * stored_bytes_per_param + (IsLora(job) ? 0 : gb));
     m.buffers_bytes += g;
     ADD("buffers", "ZeRO-3/FSDP unsharded layers (gathered weights + unsharded grads)", g,
-        Fmt("%.0f layers x %.4g params x %.0f B + grads of one layer", layers, sp.layer, wb));
+        Fmt("%.0f layers x %.4g params x %.3g B + grads of one layer", layers, sp.layer, stored_bytes_per_param));
   } else if ((par.zero == 1 || par.zero == 2) && shard > 1 && !IsLora(job)) {
     const double bucket = std::min(kc.zero_bucket_elements, sp.dense + sp.expert) * gb;
     m.buffers_bytes += bucket;

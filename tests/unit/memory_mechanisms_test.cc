@@ -171,5 +171,16 @@ TEST(MemoryMechanisms, SequenceParallelBackwardGathersFullSequenceInputs) {
   EXPECT_EQ(LayerActivationBytes(no_sp, false).sp_gather_bytes, 0);
 }
 
+TEST(MemoryMechanisms, ParameterOffloadKeepsTheFrozenBaseInHostMemory) {
+  const std::string base = "model: {preset: llama-2-7b}\ncluster: {num_gpus: 2}\ntraining: {method: qlora}\n";
+  const MemoryBreakdown on = EstimateMemory(MakeJob(base + "parallel: {zero: 3, offload: optimizer+params}\n"));
+  const MemoryBreakdown off = EstimateMemory(MakeJob(base + "parallel: {zero: 3}\n"));
+  // what leaves the GPU's weights arrives in host memory (beside the adapters' optimizer states)
+  EXPECT_EQ(on.optimizer_bytes, 0);
+  EXPECT_NEAR(off.weights_bytes - on.weights_bytes, on.host_bytes - off.host_bytes - off.optimizer_bytes,
+              1e-6 * off.weights_bytes);
+  EXPECT_LT(on.weights_bytes, 0.1 * off.weights_bytes);
+}
+
 }  // namespace
 }  // namespace gpuplan

@@ -583,10 +583,13 @@ MemoryBreakdown EstimateMemoryForStage(const Job& job, int stage, const Calibrat
     m.buffers_bytes += g;
     ADD("buffers", "ZeRO-3/FSDP unsharded layers (gathered weights + unsharded grads)", g,
         Fmt("%.0f layers x %.4g params x %.3g B + grads of one layer", layers, sp.layer, stored_bytes_per_param));
-  } else if ((par.zero == 1 || par.zero == 2) && shard > 1 && !IsLora(job)) {
-    const double bucket = std::min(kc.zero_bucket_elements, sp.dense + sp.expert) * gb;
+  } else if ((par.zero == 1 || par.zero == 2) && tr.framework != Framework::kMegatron && tr.framework != Framework::kNemo) {
+    // DeepSpeed ZeRO-1/2 (stage_1_and_2.py, contiguous_gradients): the reduce bucket is allocated
+    // at reduce_bucket_size elements whatever the number of trainable parameters or GPUs.
+    // Megatron's distributed optimizer reduces from its contiguous grad buffer instead.
+    const double bucket = kc.zero_bucket_elements * gb;
     m.buffers_bytes += bucket;
-    ADD("buffers", "ZeRO reduce bucket", bucket, Fmt("min(%.3g elements, params) x %.0f B", kc.zero_bucket_elements, gb));
+    ADD("buffers", "ZeRO reduce bucket", bucket, Fmt("%.3g elements x %.0f B", kc.zero_bucket_elements, gb));
   }
   if (tr.method == Method::kQlora) {
     const double deq = sp.largest_matrix * wb;

@@ -182,5 +182,15 @@ TEST(MemoryMechanisms, ParameterOffloadKeepsTheFrozenBaseInHostMemory) {
   EXPECT_LT(on.weights_bytes, 0.1 * off.weights_bytes);
 }
 
+TEST(MemoryMechanisms, DeepSpeedReduceBucketIsAllocatedWhateverTheTrainableParameters) {
+  const Job z2 = MakeJob(std::string(kSingle) + "training: {method: lora}\nparallel: {zero: 2}\n");
+  const Job z0 = MakeJob(std::string(kSingle) + "training: {method: lora}\n");
+  const double bucket = Calibration::Builtin().Get("zero_bucket_elements") * 2;  // 16-bit grads
+  EXPECT_DOUBLE_EQ(EstimateMemory(z2).buffers_bytes - EstimateMemory(z0).buffers_bytes, bucket);
+  Job mega2 = z2, mega0 = z0;
+  mega2.training.framework = mega0.training.framework = Framework::kMegatron;  // contiguous grad buffer instead
+  EXPECT_DOUBLE_EQ(EstimateMemory(mega2).buffers_bytes, EstimateMemory(mega0).buffers_bytes);
+}
+
 }  // namespace
 }  // namespace gpuplan

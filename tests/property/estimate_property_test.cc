@@ -89,6 +89,30 @@ TEST(EstimateProperty, MoreGpusAtFixedGlobalBatchNeverRaiseFlopsPerGpu) {
   }
 }
 
+// frameworks.md §1-§3, §6: torch.compile only swaps eager op costs for fused ones (element traffic,
+// kernels, host ops, loss, fp8 casts), so it never makes a step slower, for any framework.
+TEST(EstimateProperty, CompileNeverSlowsAStep) {
+  const uint64_t seed = Seed();
+  std::mt19937_64 rng(seed);
+  int checked = 0;
+  for (int i = 0; i < 200; ++i) {
+    Job j = RandomJob(rng);
+    j.training.framework = Pick(rng, {Framework::kGeneric, Framework::kMegatron, Framework::kTorchtitan,
+                                      Framework::kLlmFoundry, Framework::kHfTrainer, Framework::kUnsloth});
+    if (j.cluster.gpu == "h100-sxm-80gb") j.training.precision = Pick(rng, {Precision::kBf16, Precision::kFp8});
+    if (!FinalizeJob(j).ok()) continue;
+    Job c = j;
+    c.training.compile = true;
+    auto hw = ResolveHardware(j, Cat(), Calibration::Builtin());
+    auto hwc = ResolveHardware(c, Cat(), Calibration::Builtin());
+    ASSERT_TRUE(hw.ok() && hwc.ok());
+    EXPECT_LE(EstimateStep(c, *hwc).step_time_s, EstimateStep(j, *hw).step_time_s * (1 + 1e-12))
+        << "seed " << seed << " case " << i << " " << ToString(j.training.framework);
+    ++checked;
+  }
+  EXPECT_GT(checked, 50);
+}
+
 TEST(EstimateProperty, BubbleFractionMatchesFormula) {
   const uint64_t seed = Seed();
   std::mt19937_64 rng(seed);

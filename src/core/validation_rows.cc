@@ -414,9 +414,12 @@ Result<std::vector<MeasuredRow>> ReadMeasuredRows(const std::string& path, const
     if (!gpu) { skip("GPU '" + r.Str("gpu") + "' is not in the catalog"); continue; }
     c.gpu = *gpu;
     // The interconnect column: a multi-node run whose fabric is not stated cannot be predicted
-    // (its data-parallel traffic depends on it); "no NVLink" puts the GPUs on PCIe.
+    // (its data-parallel traffic depends on it) unless it ran on a DGX system (Selene, a DGX
+    // SuperPOD: one HDR/NDR InfiniBand port per GPU, the reference design and gpuplan's default for
+    // those GPUs); "no NVLink" puts the GPUs on PCIe.
     const std::string ic = Lower(r.Str("interconnect"));
-    if (c.num_gpus > c.gpus_per_node && Contains(ic, "fabric not stated")) { skip("multi-node run whose inter-node fabric is not stated"); continue; }
+    const bool dgx = Contains(ic, "dgx") || Contains(ic, "selene") || Contains(ic, "superpod");
+    if (c.num_gpus > c.gpus_per_node && Contains(ic, "fabric not stated") && !dgx) { skip("multi-node run whose inter-node fabric is not stated"); continue; }
     if (Contains(ic, "no nvlink")) {
       const auto g = catalog.FindGpu(c.gpu);
       c.intra_node = "pcie" + std::to_string(static_cast<int>(g.ok() ? g->pcie_gen.value_or(4) : 4)) + "-x16";

@@ -23,6 +23,7 @@ struct GpuSpec {
   std::string intra_link;                       // nvlink4, pcie, ...
   std::optional<double> nvlink_bytes_per_s_per_dir;
   std::optional<double> pcie_gen, pcie_lanes;
+  std::optional<double> tdp_w;  // board power (W) the catalog peaks are rated at
   // GPUs in one box can DMA to each other (column p2p; unknown = true). GeForce cards cannot on
   // the stock driver: their GPU-to-GPU traffic is staged through host memory.
   bool p2p = true;

@@ -95,6 +95,7 @@ struct ClusterSpec {
   bool gpudirect_rdma = true;     // Default: true (ignored on TCP).
   double oversubscription = 1.0;  // Default: 1.0 (non-blocking fabric).
   std::string storage;            // Default: "" = none (no data/checkpoint stall modelled; said in output).
+  double power_limit_w = 0;       // Default: 0 = the GPU's rated board power (nvidia-smi -pl lowers it).
   int64_t cpu_cores_per_gpu = 0;  // Default: 0 = unknown (no host check); else checked against calibration host_vcpus_per_gpu_min.
 };
 

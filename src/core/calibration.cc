@@ -67,6 +67,7 @@ constexpr KeyRule kRules[] = {
     {"pp_comm_overlap", {0, 1}},
     {"optimizer_bytes_per_param", {0, 1e4}},
     // issue 9, throughput keys (data/efficiency.csv)
+    {"power_clock_exponent", {0, 2}},
     {"dequant_eff.", {1e-3, 1}},  // docs/model/finetune.md FT§3: fraction of memory bandwidth a dequant kernel reaches
     {"elementwise.", {0, 1e3}},             // elements read + written per element of an op (F§1)
     {"kernels.", {0, 1e4}},                 // kernels an op launches (F§2)

@@ -88,6 +88,7 @@ Result<GpuSpec> ReadGpu(const CsvRecord& r) {
   OPT(g.nvlink_bytes_per_s_per_dir, r, "nvlink_bw_gb_per_s_per_dir", kGB, kGbPerS);
   OPT_INT(g.pcie_gen, r, "pcie_gen", 1, 6);  // the link pcie<gen>-x16 must exist too (CheckReferences)
   OPT_INT(g.pcie_lanes, r, "pcie_lanes", 1, 32);
+  OPT(g.tdp_w, r, "tdp_w", 1.0, (NumberRange{1, 1e5}));  // the column is optional in override files
   const std::string p2p = r.Str("p2p");  // the column is optional: older override files lack it
   if (p2p == "no") g.p2p = false;
   else if (p2p != "yes" && p2p != "unknown" && !p2p.empty())

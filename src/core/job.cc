@@ -370,6 +370,7 @@ const std::vector<KeyEntry>& Entries() {
     add("cluster.intra_node", "intra-node", "intra-node link id (gpuplan catalog links) (default: the GPU's)", Str([](Job& j) -> std::string& { return j.cluster.intra_node; }));
     add("cluster.network", "network", "inter-node link id (gpuplan catalog links)", Str([](Job& j) -> std::string& { return j.cluster.network; }));
     add("cluster.nics_per_node", "nics-per-node", "network ports per node (default one per GPU)", Int([](Job& j) -> int64_t& { return j.cluster.nics_per_node; }, 1, 64));
+    add("cluster.power_limit_w", "power-limit-w", "GPU power limit in W (nvidia-smi -pl); compute runs at a lower sustained clock (default: rated board power)", Real([](Job& j) -> double& { return j.cluster.power_limit_w; }, [](double v) { return !(v < 1 || v > 1e5); }, "must be in 1..1e5 W"));
     add("cluster.gpudirect_rdma", "gpudirect-rdma", "GPUDirect RDMA on (default true)", Bool([](Job& j) -> bool& { return j.cluster.gpudirect_rdma; }));
     add("cluster.oversubscription", "oversubscription", "fabric oversubscription, e.g. 2 for 1:2 (default 1)", Real([](Job& j) -> double& { return j.cluster.oversubscription; }, [](double v) { return !(v < 1 || v > 64); }, "must be in 1..64 (1 = non-blocking, 3 = 1:3)"));
     add("cluster.storage", "storage", "storage id for data and checkpoints (gpuplan catalog storage)", Str([](Job& j) -> std::string& { return j.cluster.storage; }));

@@ -413,6 +413,9 @@ Result<std::vector<MeasuredRow>> ReadMeasuredRows(const std::string& path, const
     const auto gpu = MatchGpuName(catalog, r.Str("gpu"));
     if (!gpu) { skip("GPU '" + r.Str("gpu") + "' is not in the catalog"); continue; }
     c.gpu = *gpu;
+    // "RTX 3090 (power-limited to 280 W)": the run's power limit (cluster.power_limit_w).
+    if (const auto pl = Lower(r.Str("gpu")).find("power-limited to "); pl != std::string::npos)
+      c.power_limit_w = LeadingNumber(Lower(r.Str("gpu")).substr(pl + 17));
     // The interconnect column: a multi-node run whose fabric is not stated cannot be predicted
     // (its data-parallel traffic depends on it) unless it ran on a DGX system (Selene, a DGX
     // SuperPOD: one HDR/NDR InfiniBand port per GPU, the reference design and gpuplan's default for

@@ -94,6 +94,9 @@ void ResolveFramework(const TrainingSpec& tr, const GpuSpec& g, const Calibratio
   }
   // F§7 fixed per-step work (logging, callbacks, loss sync) of the framework's loop.
   k.step_fixed_s = FwOr(cal, fw, "step_fixed_s");
+  // F§9 ZeRO-3 as DeepSpeed runs it: per-module pre/post hooks that fetch and release parameters,
+  // each a run of host ops at the host dispatch cost (F§2's cpu_op_s; none under CUDA graphs).
+  k.zero3_hook_s = FwOr(cal, fw, "zero3_host_ops_per_module") * k.cpu_op_s;
 }
 
 EfficiencyConstants ResolveConstants(const GpuSpec& g, const LinkSpec& intra, const LinkSpec& inter, Precision p,
@@ -156,8 +159,8 @@ std::string EfficiencyNote(const GpuSpec& g, const TrainingSpec& tr, const Calib
   if (!flag("hbm_measured"))
     parts.push_back("hbm_eff " + num(k.hbm_eff) + " is the A100/H100 copy benchmark's (none for " + g.id + ")");
   if (k.clock_factor != 1)
-    parts.push_back("compute peaks are derived from another part's and scaled by a sustained-clock factor of " +
-                    num(k.clock_factor) + " for its power limit");
+    parts.push_back("compute runs at a sustained-clock factor of " + num(k.clock_factor) +
+                    " for its power limit (power^" + num(cal.Get("power_clock_exponent")) + ", docs/model/frameworks.md H§1)");
   if (parts.empty()) return "";
   std::string out = g.id + ": ";
   for (size_t i = 0; i < parts.size(); ++i) out += (i ? "; " : "") + parts[i];
@@ -260,6 +263,14 @@ Result<HardwareContext> ResolveHardware(const Job& job, const Catalog& catalog, 
     return Status::BadInput({hw.gpu.where.file, hw.gpu.where.line, "mem_bw_gb_per_s"},
                             "GPU '" + hw.gpu.id + "' has no known memory bandwidth; the step estimate needs it");
   hw.k = ResolveConstants(hw.gpu, hw.intra, hw.inter, job.training.precision, cal);
+  // H§1 a user's power limit (cluster.power_limit_w) below the board power the peaks are rated at:
+  // sustained clock ~ power^power_clock_exponent (the same law as the catalog's power-limited rows).
+  if (job.cluster.power_limit_w > 0) {
+    if (!hw.gpu.tdp_w)
+      return Status::BadInput(where("cluster.power_limit_w"), "GPU '" + hw.gpu.id + "' has no rated board power (tdp_w) to scale from");
+    if (job.cluster.power_limit_w < *hw.gpu.tdp_w)
+      hw.k.clock_factor *= std::pow(job.cluster.power_limit_w / *hw.gpu.tdp_w, cal.Get("power_clock_exponent"));
+  }
   ResolveFramework(job.training, hw.gpu, cal, hw.k);
   hw.efficiency_note = EfficiencyNote(hw.gpu, job.training, cal, hw.k);
   return hw;
@@ -439,9 +450,13 @@ StepEstimate EstimateStep(const Job& job, const HardwareContext& hw) {
       }
       break;
   }
+  // C§4 the output layer: forward, input gradient and (unless the base is frozen) weight gradient.
+  const double logits_passes = frozen_base ? 2 : 3;
+  // FT§6 offloaded activations move on a side stream behind this micro-batch's forward and backward.
   const double t_mb_compute =
-      (L * (t_layer_fwd + t_layer_bwd + t_recompute) + 3 * t_logits_fwd + t_loss) * k.framework_overhead +
-      ActivationOffloadTime(job, hw, L);
+      (L * (t_layer_fwd + t_layer_bwd + t_recompute) + logits_passes * t_logits_fwd + t_loss) * k.framework_overhead +
+      ActivationOffloadTime(job, hw, L, L * t_layer_fwd * k.framework_overhead,
+                            L * (t_layer_bwd + t_recompute) * k.framework_overhead);
   const double t_mb_fwd = (L * t_layer_fwd + t_logits_fwd) * k.framework_overhead;
   const double t_mb_bwd = t_mb_compute - t_mb_fwd;
   // Every GPU runs its stage's layers; only the last stage's GPUs run the output layer.
@@ -449,7 +464,7 @@ StepEstimate EstimateStep(const Job& job, const HardwareContext& hw) {
   e.hardware_flops_per_step =
       m * (L * ((1 + bwd_lin) * flops_lin_fwd + (1 + attn_bwd_factor) * flops_attn_fwd + flops_recompute +
                 adapter.fwd_flops + adapter.bwd_flops) * num_gpus +
-           3 * flops_logits_fwd * num_gpus / par.pp);
+           logits_passes * flops_logits_fwd * num_gpus / par.pp);
 
   StepBreakdown& b = e.breakdown;
   b.compute_s = m * t_mb_compute;
@@ -553,6 +568,13 @@ StepEstimate EstimateStep(const Job& job, const HardwareContext& hw) {
   const double opt_params = trainable_local / (par.zero >= 1 ? static_cast<double>(dpn) : 1.0);
   b.optimizer_s = OptimizerStepTime(job, hw, opt_params, gbytes, wbytes);
   b.overhead_s = k.step_fixed_s;
+  // F§9 DeepSpeed ZeRO-3's parameter hooks run on the host for every module in every pass (forward,
+  // recompute, backward) of every micro-batch, one GPU or many: serial host time the GPU waits on.
+  if (par.zero == 3 && k.zero3_hook_s > 0) {
+    const double modules = L * (4.0 + a.MlpMatrices() + a.norms_per_layer) + 2;  // + embedding, head
+    const double passes = tr.recompute == Recompute::kFull ? 3 : 2;
+    b.overhead_s += m * modules * passes * k.zero3_hook_s;
+  }
   const double pre_io = b.Total();
   // ---- I§1 data loading: the step's tokens read from storage, overlapped with the step.
   const double nodes = std::ceil(static_cast<double>(job.cluster.num_gpus) / job.cluster.gpus_per_node);

@@ -1,6 +1,7 @@
 // training.framework and the framework mechanisms (docs/model/frameworks.md).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -210,6 +211,48 @@ TEST(Framework, BlackwellMfuIsNotAboveHoppers) {
   const Estimated h100 = Estimate(Llama8b(""));
   EXPECT_LT(b200.e.mfu, b200.hw.k.matmul_eff_max);
   EXPECT_LE(b200.e.mfu, h100.e.mfu);
+}
+
+}  // namespace
+}  // namespace gpuplan
+
+namespace gpuplan {
+namespace {
+
+Estimated EstimateYaml(const std::string& yaml) {
+  Job j = MakeJob(yaml);
+  auto hw = ResolveHardware(j, Cat(), Calibration::Builtin());
+  EXPECT_TRUE(hw.ok()) << hw.status().ToString();
+  return {j, hw.ok() ? *hw : HardwareContext{}, hw.ok() ? EstimateStep(j, *hw) : StepEstimate{}};
+}
+
+// H§1 a user's power limit scales compute by (limit / board power)^power_clock_exponent.
+TEST(Framework, UserPowerLimitFollowsTheDatasheetLaw) {
+  const std::string base = "model: {preset: llama-2-7b}\ntraining: {method: qlora}\ncluster: {gpu: rtx3090, num_gpus: 1";
+  const Estimated full = EstimateYaml(base + "}\n");
+  const Estimated capped = EstimateYaml(base + ", power_limit_w: 280}\n");
+  const double tdp = *capped.hw.gpu.tdp_w;
+  EXPECT_NEAR(capped.hw.k.clock_factor / full.hw.k.clock_factor,
+              std::pow(280 / tdp, Calibration::Builtin().Get("power_clock_exponent")), 1e-12);
+  EXPECT_GT(capped.e.step_time_s, full.e.step_time_s);
+  // At or above the board power nothing changes.
+  const Estimated above = EstimateYaml(base + ", power_limit_w: " + std::to_string(static_cast<int>(tdp) + 50) + "}\n");
+  EXPECT_EQ(above.e.step_time_s, full.e.step_time_s);
+}
+
+// F§9 DeepSpeed's ZeRO-3 hooks: host ops per module per pass at the host dispatch cost; FSDP none.
+TEST(Framework, DeepSpeedZero3HooksAreHostOpsPerModulePerPass) {
+  const std::string job = "model: {preset: llama-2-7b}\ntraining: {framework: %s, seq_len: 512, micro_batch: 1, global_batch: 4, recompute: full}\n"
+                          "parallel: {zero: 3}\ncluster: {gpu: a100-sxm-80gb, num_gpus: 1}\n";
+  char ds[512], fsdp[512];
+  std::snprintf(ds, sizeof ds, job.c_str(), "deepspeed");
+  std::snprintf(fsdp, sizeof fsdp, job.c_str(), "fsdp");
+  const Estimated d = EstimateYaml(ds), f = EstimateYaml(fsdp);
+  const Arch& a = d.job.arch;
+  const double modules = a.layers * (4.0 + a.MlpMatrices() + a.norms_per_layer) + 2;
+  const double expected = 4 /*micro-batches*/ * modules * 3 /*fwd, recompute, bwd*/ * 12 * d.hw.k.cpu_op_s;
+  EXPECT_NEAR(d.e.breakdown.overhead_s - d.hw.k.step_fixed_s, expected, 1e-9);
+  EXPECT_EQ(f.e.breakdown.overhead_s, f.hw.k.step_fixed_s);
 }
 
 }  // namespace

@@ -34,7 +34,8 @@ constexpr KeyRule kRules[] = {
     {"checkpoints_kept", {0, 1e4}, true},
     {"object_store_part_bytes", {1, 1e13}},
     {"restart_overhead_s", {0, 1e7}},
-    {"memory_model_error_margin", {0, 0.95}},  // the usable memory is (1 - margin) x the GPU's
+    {"memory_model_error_margin", {0, 0.95}},
+    {"memory_headroom_max", {0, 0.95}},  // the usable memory is (1 - margin) x the GPU's
     {"startup_provision_s", {0, 1e7}},
     {"startup_image_bytes", {0, 1e15}},
     {"startup_image_pull_bytes_per_s", {1, 1e15}},

@@ -172,7 +172,6 @@ void Relax(const Job& job, const Catalog& catalog, const Calibration& cal, const
 }
 // The default headroom's band: the memory band of the job's nearest validated group, on the
 // pinned GPU's family (any family when the GPU is open).
-constexpr double kMaxDefaultHeadroom = 0.5;  // a band wider than half the card plans nothing: say so, cap it
 std::optional<ErrorBand> DefaultHeadroomBand(const Job& job, const Catalog& catalog) {
   std::string family;
   if (job.IsSet("cluster.gpu"))
@@ -194,10 +193,12 @@ Result<PlanResult> PlanJob(const Job& job_in, const Catalog& catalog, const Cali
   } else if (const auto band = DefaultHeadroomBand(job, catalog)) {
     // The memory band of the nearest validated group (data/error_bands.csv): the headroom that
     // holds 9 in 10 of its runs (p90 of under-prediction; an over-prediction needs none).
-    ctx.headroom = std::min(band->p90_under, kMaxDefaultHeadroom);
+    // A band wider than memory_headroom_max would plan nothing: capped, and said so.
+    const double cap = cal.Get("memory_headroom_max");
+    ctx.headroom = std::min(band->p90_under, cap);
     char buf[300];
     std::snprintf(buf, sizeof buf, "the memory model's p90 under-prediction on %d validated runs (%s, data/error_bands.csv)%s",
-                  band->rows, band->Group().c_str(), band->p90_under > kMaxDefaultHeadroom ? ", capped at 50%" : "");
+                  band->rows, band->Group().c_str(), band->p90_under > cap ? ", capped at memory_headroom_max" : "");
     out.memory_headroom_source = buf;
   } else {
     ctx.headroom = cal.Get("memory_model_error_margin");

@@ -47,10 +47,17 @@ const char* kSeed003 =
     "training: {method: %s, framework: hf-trainer, seq_len: 512, micro_batch: 16, global_batch: 64, recompute: full, "
     "samples: 50000, epochs: 3}\n"
     "cluster: {gpu: a100-sxm-80gb, num_gpus: 1}\n";
+// The same job in its measured neighbours' recipe (Qwen README: micro-batch 1 x 8 accumulation,
+// rank 64 on every linear, gradient checkpointing), so the comparison is like with like.
+const char* kSeed003NeighbourRecipe =
+    "model: {preset: llama-2-7b}\n"
+    "training: {method: %s, framework: hf-trainer, seq_len: 512, micro_batch: 1, global_batch: 8, recompute: full, "
+    "lora: {rank: 64, targets: [all-linear]}}\n"
+    "cluster: {gpu: a100-sxm-80gb, num_gpus: 1}\n";
 
-std::string Seed(const char* method) {
+std::string Seed(const char* method, const char* recipe = kSeed003) {
   char buf[512];
-  std::snprintf(buf, sizeof buf, kSeed003, method);
+  std::snprintf(buf, sizeof buf, recipe, method);
   return buf;
 }
 
@@ -60,10 +67,19 @@ TEST(FinetuneValidation, Seed003LoraIsWithinItsMeasuredNeighbours) {
   const std::vector<double> n = NeighbourRates(*cat, Method::kLora);
   ASSERT_GE(n.size(), 6u) << "peft_runs.csv: expected Qwen-7B LoRA rows on one A100";
   const auto [lo, hi] = std::minmax_element(n.begin(), n.end());
-  const double rate = Rate(Seed("lora"), *cat);
-  std::printf("seed 003 LoRA: %.0f tokens/s per GPU; measured neighbours %.0f..%.0f (%zu rows)\n", rate, *lo, *hi, n.size());
-  EXPECT_GE(rate, *lo);
-  EXPECT_LE(rate, *hi);
+  const double like = Rate(Seed("lora", kSeed003NeighbourRecipe), *cat);
+  const double as_written = Rate(Seed("lora"), *cat);
+  std::printf("seed 003 LoRA in the neighbours' recipe: %.0f tokens/s per GPU; measured neighbours %.0f..%.0f (%zu rows)\n",
+              like, *lo, *hi, n.size());
+  std::printf("seed 003 LoRA as written (micro-batch 16, rank 16 on q/k/v/o): %.0f tokens/s per GPU; the author's figure ~3,000\n",
+              as_written);
+  EXPECT_GE(like, *lo);
+  EXPECT_LE(like, *hi);
+  // The seed's own figure (its author's ~3,000 tokens/s per card, a rough one) within 30%; the
+  // issue's starting point was 6,585 (+120%).
+  EXPECT_NEAR(as_written, 3000, 0.3 * 3000);
+  // Its larger micro-batch and lighter adapters make it faster than the neighbours' recipe.
+  EXPECT_GT(as_written, like);
 }
 
 TEST(FinetuneValidation, Seed003QloraIsSlowerThanLora) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <tuple>
 
 namespace gpuplan {
 
@@ -683,6 +684,25 @@ std::vector<MemorySuggestion> SuggestMemorySavings(const Job& job, double capaci
     j.training.micro_batch = 1;
     consider("micro-batch 1 with gradient accumulation (same global batch)", "training.micro_batch=1", j);
   }
+  // §3.6 the cross-entropy without fp32 logits for the whole micro-batch (each kept only when it
+  // saves against the job's own loss; a job already on it saves nothing and is not listed).
+  for (const auto& [kind, name, key] : {std::tuple{LossKind::kChunked, "chunked cross-entropy (torchtune / Liger style)", "chunked"},
+                                        std::tuple{LossKind::kFused, "fused cross-entropy (Liger / Unsloth / torch.compile)", "fused"}}) {
+    if (tr.loss == kind) continue;
+    Job j = job;
+    j.training.loss = kind;
+    consider(name, std::string("training.loss=") + key, j);
+  }
+  if (tr.optimizer == Optimizer::kAdamW) {
+    Job j = job;
+    j.training.optimizer = Optimizer::kAdamW8bit;
+    consider("8-bit AdamW states (bitsandbytes)", "training.optimizer=adamw-8bit", j);
+  }
+  if (!tr.optimizer_in_backward) {  // FinalizeJob refuses it with accumulation or offload
+    Job j = job;
+    j.training.optimizer_in_backward = true;
+    consider("optimizer step in backward (gradients freed layer by layer)", "training.optimizer_in_backward=true", j);
+  }
   for (int z = par.zero + 1; z <= 3 && par.dp * par.cp > 1; ++z) {
     Job j = job;
     j.parallel.zero = z;
@@ -695,6 +715,16 @@ std::vector<MemorySuggestion> SuggestMemorySavings(const Job& job, double capaci
     consider("offload optimizer states to CPU (ZeRO-Offload)", "parallel.offload=optimizer", j);
     j.parallel.offload = Offload::kOptimizerParams;
     consider("offload optimizer and parameters to CPU (ZeRO-Infinity)", "parallel.offload=optimizer+params", j);
+  }
+  if (!tr.activation_offload) {
+    Job j = job;
+    j.training.activation_offload = true;
+    consider("offload saved activations to host memory", "training.activation_offload=true", j);
+  }
+  if (tr.master_weights == MasterWeights::kFp32 && tr.precision != Precision::kFp32) {
+    Job j = job;
+    j.training.master_weights = MasterWeights::kNone;
+    consider("pure 16-bit parameters and optimizer states (no fp32 master; a numerics risk)", "training.master_weights=none", j);
   }
   if (tr.method == Method::kFull || tr.method == Method::kPretrain) {
     if (job.arch.params_override == 0) {

@@ -194,3 +194,35 @@ TEST(MemoryMechanisms, DeepSpeedReduceBucketIsAllocatedWhateverTheTrainableParam
 
 }  // namespace
 }  // namespace gpuplan
+
+namespace gpuplan {
+namespace {
+
+// The memory-saving steps include the issue 9 knobs, each re-estimated (never a claim by itself), and
+// a step the job already takes is not offered again.
+TEST(MemoryMechanisms, SavingStepsOfferTheSingleCardKnobs) {
+  Job j = testing_util::MakeJob("model: {preset: llama-2-7b}\ntraining: {seq_len: 4096}\ncluster: {gpu: rtx4090, num_gpus: 1}\n");
+  const double base = EstimateMemory(j).total_bytes;
+  const auto steps = SuggestMemorySavings(j, 24.0 * (1 << 30));
+  auto find = [&](const std::string& change) -> const MemorySuggestion* {
+    for (const auto& s : steps)
+      if (s.change == change) return &s;
+    return nullptr;
+  };
+  for (const char* change : {"training.loss=fused", "training.optimizer=adamw-8bit", "training.optimizer_in_backward=true",
+                             "training.activation_offload=true", "training.master_weights=none"}) {
+    const MemorySuggestion* s = find(change);
+    ASSERT_NE(s, nullptr) << change;
+    EXPECT_GT(s->saved_bytes, 0) << change;
+    EXPECT_NEAR(s->total_bytes, base - s->saved_bytes, 1) << change;
+  }
+  Job fused = j;
+  fused.training.loss = LossKind::kFused;
+  for (const auto& s : SuggestMemorySavings(fused, 24.0 * (1 << 30))) EXPECT_NE(s.change, "training.loss=fused");
+  // With accumulation the optimizer step cannot move into backward: not offered.
+  Job accum = testing_util::MakeJob("model: {preset: llama-2-7b}\ntraining: {seq_len: 4096, global_batch: 8}\ncluster: {gpu: rtx4090, num_gpus: 1}\n");
+  for (const auto& s : SuggestMemorySavings(accum, 24.0 * (1 << 30))) EXPECT_NE(s.change, "training.optimizer_in_backward=true");
+}
+
+}  // namespace
+}  // namespace gpuplan

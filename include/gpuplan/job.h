@@ -71,7 +71,11 @@ struct TrainingSpec {
   BaseQuant quant = BaseQuant::kNf4;      // Default: NF4 (QLoRA only).
   Fp8Recipe fp8_recipe = Fp8Recipe::kTensorwise;  // Default: tensorwise scaling (fp8 only).
   Padding padding = Padding::kPacked;     // Default: packed (every micro-batch is seq_len tokens).
+  // Fused kernels the model code adds on top of the framework's (Liger kernels, flash-attn's fused
+  // RMSNorm/rotary in a model's own code): a set of kFused* bits. Default: none beyond the framework's.
+  int fused_ops = 0;
 };
+constexpr int kFusedNorm = 1, kFusedRope = 2, kFusedAct = 4, kFusedLoss = 8;
 
 struct ParallelSpec {
   int64_t tp = 1;                 // Default: 1 (tensor parallel).

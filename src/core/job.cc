@@ -337,6 +337,18 @@ const std::vector<KeyEntry>& Entries() {
       j.training.fp8_recipe = *v;
       return Status::Ok();
     });
+    add("training.fused_ops", "fused-ops", "kernels fused beyond the framework's: comma list of norm,rope,act,loss (Liger kernels: all four), or none (default none)", [](Job& j, const std::string& s, const Location& w) -> Status {
+      int bits = 0;
+      for (const auto& op : SplitList(s)) {
+        if (op == "norm") bits |= kFusedNorm;
+        else if (op == "rope") bits |= kFusedRope;
+        else if (op == "act") bits |= kFusedAct;
+        else if (op == "loss") bits |= kFusedLoss;
+        else if (op != "none") return Bad(w, "unknown fused op '" + op + "' (expected norm, rope, act, loss or none)");
+      }
+      j.training.fused_ops = bits;
+      return Status::Ok();
+    });
     add("training.padding", "padding", "packed|max_length|longest: how samples shorter than seq_len fill a micro-batch (default packed)", [](Job& j, const std::string& s, const Location& w) -> Status {
       auto v = ParseEnum<Padding>(s, w, {{"packed", Padding::kPacked}, {"max_length", Padding::kPadToMax}, {"longest", Padding::kPadToLongest}});
       if (!v.ok()) return v.status();
@@ -431,7 +443,7 @@ Status SetFromNode(Job& job, const std::string& key, const YAML::Node& value, co
     if (!value.IsMap()) return Bad(where, "expected a mapping {rank, alpha, targets}");
     return WalkMap(job, value, key, file);
   }
-  if ((key == "training.lora.targets" || key == "constraints.clouds" || key == "constraints.gpus") && value.IsSequence()) {
+  if ((key == "training.lora.targets" || key == "training.fused_ops" || key == "constraints.clouds" || key == "constraints.gpus") && value.IsSequence()) {
     std::string joined;
     for (const auto& item : value) {
       if (!item.IsScalar()) return Bad(At(file, item, key), "expected a list of names");
@@ -785,6 +797,8 @@ Status FinalizeJob(Job& job) {
   if (t.padding != Padding::kPacked && t.tokens_per_sample > t.seq_len)
     return Bad(loc("training.tokens_per_sample"), "a padded sample holds at most seq_len=" + std::to_string(t.seq_len) +
                                                       " tokens (longer samples are truncated); got " + std::to_string(t.tokens_per_sample));
+  // A fused cross-entropy among the model's fused ops is the job's loss unless one was chosen.
+  if ((t.fused_ops & kFusedLoss) && t.loss == LossKind::kAuto) t.loss = LossKind::kFused;
   if (job.IsSet("training.quant") && t.method != Method::kQlora)
     return Bad(loc("training.quant"), "a quantized base is QLoRA's; set training.method: qlora (method is " + ToString(t.method) + ")");
   if (job.IsSet("training.fp8_recipe") && t.precision != Precision::kFp8)

@@ -401,6 +401,10 @@ Result<std::vector<MeasuredRow>> ReadMeasuredRows(const std::string& path, const
     t.compile = m.compiled;
     t.framework = DetectFramework(m.source, nm, notes);
     m.framework_text = Note(nm, "framework").empty() ? ShortRepo(m.source) : Note(nm, "framework");
+    // Qwen v1's modeling_qwen.py calls flash-attn's fused rotary (apply_rotary_emb_func) and RMSNorm
+    // (flash_attn.ops.rms_norm) whenever flash-attn is installed, as in the README's profiling.
+    if (Contains(m.model_name, "qwen") && Contains(m.model_name, "v1") && Contains(Note(nm, "attention"), "flash"))
+      t.fused_ops |= kFusedNorm | kFusedRope;
     const std::string fine_tuning = ReadFineTuning(nm, m, j);
     if (!fine_tuning.empty()) { skip(fine_tuning); continue; }
     // torchtitan's pipeline splits the per-DP-rank local batch into pp micro-batches.

@@ -37,7 +37,12 @@ void ResolveFramework(const TrainingSpec& tr, const GpuSpec& g, const Calibratio
   const std::string fw = ToString(tr.framework);
   // F§1/F§2 torch.compile (Inductor) fuses each pointwise chain into one kernel: every op counts
   // as fused whatever the framework's eager modules are.
-  auto fused = [&](const char* op) { return tr.compile || FwOr(cal, fw, std::string("fused_") + op) > 0.5; };
+  // training.fused_ops adds the model code's own fused kernels (Liger, flash-attn ops) to the framework's.
+  auto fused = [&](const char* op) {
+    const std::string o = op;
+    const int bit = o == "norm" ? kFusedNorm : o == "rope" ? kFusedRope : o == "act" ? kFusedAct : 0;
+    return tr.compile || (tr.fused_ops & bit) != 0 || FwOr(cal, fw, "fused_" + o) > 0.5;
+  };
   // LayerNorm is one native kernel even in eager PyTorch (F.layer_norm); eager RMSNorm is a chain
   // of ops (HF LlamaRMSNorm): EstimateStep picks e_norm_ln / n_norm_ln for LayerNorm models.
   k.e_norm_ln = cal.Get("elementwise.norm_fused");

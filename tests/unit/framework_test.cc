@@ -257,3 +257,27 @@ TEST(Framework, DeepSpeedZero3HooksAreHostOpsPerModulePerPass) {
 
 }  // namespace
 }  // namespace gpuplan
+
+namespace gpuplan {
+namespace {
+
+// training.fused_ops: the model code's own fused kernels (Liger, flash-attn ops) on top of the
+// framework's make the step cheaper; a fused loss becomes the job's cross-entropy.
+TEST(Framework, ModelFusedOpsShrinkTheEagerStep) {
+  const std::string base = "model: {preset: llama-2-7b}\ntraining: {method: lora, framework: hf-trainer, seq_len: 1024%s}\n"
+                           "cluster: {gpu: a100-sxm-80gb, num_gpus: 1}\n";
+  char plain[512], fused[512], liger[512];
+  std::snprintf(plain, sizeof plain, base.c_str(), "");
+  std::snprintf(fused, sizeof fused, base.c_str(), ", fused_ops: [norm, rope]");
+  std::snprintf(liger, sizeof liger, base.c_str(), ", fused_ops: [norm, rope, act, loss]");
+  const Estimated p = EstimateYaml(plain), f = EstimateYaml(fused), l = EstimateYaml(liger);
+  EXPECT_LT(f.hw.k.e_norm, p.hw.k.e_norm);
+  EXPECT_LT(f.hw.k.e_rope, p.hw.k.e_rope);
+  EXPECT_EQ(f.hw.k.e_act, p.hw.k.e_act);
+  EXPECT_LT(f.e.step_time_s, p.e.step_time_s);
+  EXPECT_LT(l.e.step_time_s, f.e.step_time_s);
+  EXPECT_EQ(l.job.training.loss, LossKind::kFused);
+}
+
+}  // namespace
+}  // namespace gpuplan

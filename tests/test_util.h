@@ -5,6 +5,9 @@
 
 #include <string>
 
+#include "gpuplan/calibration.h"
+#include "gpuplan/catalog.h"
+#include "gpuplan/estimate.h"
 #include "gpuplan/job.h"
 
 namespace gpuplan::testing_util {
@@ -17,6 +20,14 @@ inline Job MakeJob(const std::string& yaml) {
   Status st = FinalizeJob(job);
   EXPECT_TRUE(st.ok()) << st.ToString();
   return job;
+}
+
+// The job's hardware from the built-in catalog and calibration (a failure is a test failure).
+inline HardwareContext Hw(const Job& j) {
+  static const Catalog cat = *LoadCatalog();
+  auto hw = ResolveHardware(j, cat, Calibration::Builtin());
+  EXPECT_TRUE(hw.ok()) << hw.status().ToString();
+  return hw.ok() ? *hw : HardwareContext{};
 }
 
 }  // namespace gpuplan::testing_util

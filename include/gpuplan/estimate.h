@@ -16,7 +16,8 @@ struct EfficiencyConstants {
   double matmul_eff_max = 0, matmul_dim_half = 0, matmul_fixed_s = 0;
   double flash_eff = 0, eager_attn_eff = 0, hbm_eff = 0;
   double framework_overhead = 1, step_fixed_s = 0;
-  double zero3_hook_s = 0;  // F§9 host time per module per pass of the framework's ZeRO-3 parameter hooks
+  double zero3_hook_s = 0;
+  double dequant_eff_nf4 = 0, dequant_eff_awq = 0;  // FT§3 share of memory bandwidth the dequant kernels reach  // F§9 host time per module per pass of the framework's ZeRO-3 parameter hooks
   double intra_eff = 0, intra_allreduce_eff = 0, inter_eff = 0;
   double tcp_penalty = 1, hierarchical_inter_factor = 1, collective_latency_s = 0;
   double tp_overlap = 0, dp_overlap = 0, cp_overlap = 0, pp_overlap = 0;

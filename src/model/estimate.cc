@@ -119,6 +119,8 @@ EfficiencyConstants ResolveConstants(const GpuSpec& g, const LinkSpec& intra, co
   k.flash_eff = CalOr(cal, "flash_attention_eff." + fam, "flash_attention_eff.default");
   k.eager_attn_eff = CalOr(cal, "eager_attention_eff." + fam, "eager_attention_eff.default");
   k.hbm_eff = cal.Get("hbm_eff");
+  k.dequant_eff_nf4 = cal.Get("dequant_eff.nf4");
+  k.dequant_eff_awq = cal.Get("dequant_eff.awq");
   k.framework_overhead = cal.Get("framework_overhead");
   const std::string ic = LinkClass(intra);
   // NVLink generation first (nvlink3), then the link class (nvlink, pcie, ...).

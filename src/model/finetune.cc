@@ -170,12 +170,12 @@ double DequantPassTime(const Job& job, const HardwareContext& hw) {
       // fp32 second-level constant per 256 blocks (double quantization), 16-bit write; the kernel
       // reaches dequant_eff.nf4 of the memory bandwidth (data/efficiency.csv).
       bytes = 0.5 + 1.0 / 64 + 4.0 / (64 * 256) + wb;
-      eff = hw.cal.Get("dequant_eff.nf4");
+      eff = hw.k.dequant_eff_nf4;
       break;
     case BaseQuant::kAwq:
       // AutoAWQ dequantize_weights_cuda: 4-bit codes, fp16 scale and 4-bit zero per 128-group.
       bytes = 0.5 + 2.0 / 128 + 0.5 / 128 + wb;
-      eff = hw.cal.Get("dequant_eff.awq");
+      eff = hw.k.dequant_eff_awq;
       break;
     case BaseQuant::kGptq:
       // AutoGPTQ QuantLinear torch path (x rows >= kernel_switch_threshold): shift to int32 (0.5 r

@@ -14,12 +14,7 @@ namespace {
 
 using testing_util::MakeJob;
 
-HardwareContext Hw(const Job& j) {
-  static const Catalog cat = *LoadCatalog();
-  auto hw = ResolveHardware(j, cat, Calibration::Builtin());
-  EXPECT_TRUE(hw.ok()) << hw.status().ToString();
-  return *hw;
-}
+using testing_util::Hw;
 
 // Seed 000 §3: syncing the gradients of a 7B model (fp16, 14 GB) between two machines.
 double SevenBSyncSeconds(const std::string& network, int64_t nodes, int64_t per_node, const std::string& intra = "") {

@@ -14,12 +14,7 @@ namespace {
 
 using testing_util::MakeJob;
 
-HardwareContext Hw(const Job& j) {
-  static const Catalog cat = *LoadCatalog();
-  auto hw = ResolveHardware(j, cat, Calibration::Builtin());
-  EXPECT_TRUE(hw.ok()) << hw.status().ToString();
-  return *hw;
-}
+using testing_util::Hw;
 
 Job Lora(const std::string& training, const std::string& gpu = "a100-sxm-80gb") {
   return MakeJob("model: {preset: llama-2-7b}\ntraining: {" + training + "}\ncluster: {gpu: " + gpu + ", num_gpus: 1}\n");

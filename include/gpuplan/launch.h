@@ -1,0 +1,143 @@
+// From a plan to a running job: launch artefacts for the engines users run (export), and the
+// reverse, a job from the configs they already have (import). docs/export.md lists every format,
+// its version and the plan field behind every emitted key.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpuplan/catalog.h"
+#include "gpuplan/job.h"
+#include "gpuplan/status.h"
+
+namespace gpuplan {
+
+// One pinned, estimated job on concrete nodes: what every artefact describes.
+struct LaunchPlan {
+  Job job;                          // finalized: parallel/training/cluster are the plan's layout
+  int64_t nodes = 1;
+  int64_t gpus_per_node = 8;        // processes per node (= job.cluster.gpus_per_node)
+  int64_t grad_accum = 1;           // GradAccumSteps(job)
+  std::string instance;             // catalog instance id; "" = the user's own machines
+  std::string instance_type;        // the provider's name (p5.48xlarge); "" = own machines
+  std::string provider;             // aws | gcp | azure | ... ; "" = own machines
+  std::string region;               // the instance row's region; "" = unknown
+  bool spot = false;                // priced as spot
+  LinkSpec network;                 // the inter-node link (id "" = single node)
+  int64_t nics_per_node = 0;        // RDMA NICs per node (0 = unknown or none)
+  bool gpudirect_rdma = false;
+  // What the plan expects (the artefacts' header and docs/export.md).
+  double step_time_s = 0;
+  double tokens_per_s = 0;
+  double memory_per_gpu_bytes = 0;
+  double gpu_memory_bytes = 0;
+  double time_s = 0;                // wall-clock (plan) or time to train (pinned job); 0 = no token count
+  std::optional<double> cost_usd;   // with the rerun factor; nullopt = unknown or own machines
+  std::string origin;               // "plan #1 of examples/70b-full-finetune.yaml", "pinned job x.yaml", ...
+  std::string note;                 // why this plan and not the first (a format's limits), "" = none
+  // What the user launches (flags of `gpuplan export`).
+  std::string script = "train.py";  // the training entry point (megatron: pretrain_gpt.py)
+  std::vector<std::string> script_args;
+  int64_t port = 29500;             // rendezvous / master port
+  std::string job_name = "gpuplan";
+  std::string image;                // container image (kubernetes); "" = a placeholder to fill in
+};
+
+struct Plan;
+struct Calibration;
+// The launch plan of a planner row (origin: "plan #1 of FILE").
+LaunchPlan LaunchPlanFromPlan(const Plan& plan, const Catalog& catalog, const std::string& origin);
+// A fully pinned job (cluster.num_gpus set), estimated as `gpuplan estimate` does it; on the
+// user's own machines unless `instance` names a catalog row. Exit 2 when it does not fit.
+Result<LaunchPlan> LaunchPlanFromJob(const Job& job, const Catalog& catalog, const Calibration& cal,
+                                     const std::string& origin, const std::string& instance = "");
+// One row of `gpuplan plan --json` output (1-based index into "plans"), as a pinned job read back
+// from the row's "job" object, with the row's instance.
+struct PlanRowJob {
+  Job job;
+  std::string instance;
+  bool spot = false;
+};
+Result<PlanRowJob> JobFromPlanJson(const std::string& text, const std::string& file, int64_t index);
+
+enum class ExportFormat { kDeepspeed, kAccelerate, kTorchrun, kMegatron, kTorchtitan, kSlurm, kKubernetes, kSkypilot, kFabric };
+std::string ToString(ExportFormat f);
+std::optional<ExportFormat> ParseExportFormat(const std::string& name);
+const std::vector<std::string>& ExportFormatNames();
+// The engines (the formats that carry a layout and a per-node launch.sh); slurm, kubernetes and
+// skypilot wrap one of them (--engine), fabric is the NCCL environment alone.
+bool IsEngine(ExportFormat f);
+// The engine a wrapper uses when --engine is not given: the job's framework (megatron/nemo ->
+// megatron, torchtitan -> torchtitan, deepspeed/hf-trainer -> deepspeed, fsdp -> accelerate),
+// else the first engine that can express the layout (megatron for pp/vpp/cp, else deepspeed).
+ExportFormat DefaultEngine(const Job& job);
+
+struct Artifact {
+  std::string name;                 // file name inside --out DIR (no directories)
+  std::string content;
+  bool executable = false;          // written 0755 (shell scripts)
+};
+
+// What a format cannot express for this plan's layout ("" = it can), e.g. "deepspeed's config has
+// no pipeline parallelism (pp 4): use --to megatron or torchtitan". Export refuses such a plan
+// (exit 1) when it is pinned; when it comes from the planner, PinsForFormat re-plans instead.
+std::string CannotExpress(ExportFormat engine, const LaunchPlan& plan);
+// The job keys a format pins so that the planner only proposes layouts it can express
+// (e.g. deepspeed: parallel.pp=1, parallel.cp=1, parallel.vpp=1); empty when it can express all.
+std::vector<std::pair<std::string, std::string>> PinsForFormat(ExportFormat engine);
+
+// The header every artefact starts with: the gpuplan version, the origin, the instance, nodes,
+// layout, expected step time and memory. Each line starts with `comment` ("# ", "// ").
+std::vector<std::string> HeaderLines(const LaunchPlan& plan);
+std::string CommentHeader(const LaunchPlan& plan, const std::string& comment);
+
+// The NCCL/fabric environment for the plan's network (data/fabric_env.csv): fabric.env, a shell
+// file of `export VAR=value` lines, each with a comment saying why; `source` lines where a cloud
+// ships its own profile.
+Result<Artifact> FabricEnv(const LaunchPlan& plan, const Catalog& catalog);
+
+// Every file of one format. Engines emit their config(s), launch.sh (the per-node command, which
+// reads GPUPLAN_HEAD, GPUPLAN_PORT, GPUPLAN_JOB_ID, GPUPLAN_NODE_RANK and TORCHRUN from the
+// environment) and fabric.env; wrappers add their own file to the engine's.
+Result<std::vector<Artifact>> ExportEngine(ExportFormat engine, const LaunchPlan& plan, const Catalog& catalog);
+Result<std::vector<Artifact>> ExportWrapper(ExportFormat wrapper, ExportFormat engine, const LaunchPlan& plan,
+                                            const Catalog& catalog);
+Result<std::vector<Artifact>> ExportArtifacts(ExportFormat format, const std::optional<ExportFormat>& engine,
+                                              const LaunchPlan& plan, const Catalog& catalog);
+
+// Writes the artefacts into dir: every file to a temporary name first, then renamed into place,
+// so an error leaves no half-written file (and nothing of a failed export).
+Status WriteArtifacts(const std::vector<Artifact>& files, const std::string& dir);
+
+// ---- import ----
+
+// What an imported file is (detected from its content, never its name).
+enum class ImportKind { kDeepspeedConfig, kAccelerateConfig, kTorchtitanToml, kMegatronArgs, kLaunchLine };
+std::string ToString(ImportKind k);
+
+struct ImportNote {
+  Location where;                   // file:line: key
+  std::string message;
+};
+
+struct ImportResult {
+  Job job;                          // the job the files describe (not finalized); set_keys say what was read
+  std::vector<std::pair<std::string, ImportKind>> files;  // each file and what it was read as
+  std::vector<ImportNote> unknown;  // keys gpuplan does not model: listed, never silently dropped
+  std::vector<ImportNote> unresolved;  // "auto" values no other input resolved
+  std::vector<ImportNote> notes;    // how a value was derived ("auto" resolved from ...)
+};
+
+// Reads the files in order into one job, starting from `base` (the --model/--gpu/... flags).
+// Contradictions (train_batch_size != micro x accumulation x dp) are errors at file:line.
+Result<ImportResult> ImportFiles(const std::vector<std::string>& paths, const Job& base);
+Result<ImportKind> DetectImportKind(const std::string& text, const std::string& file);
+
+// The job as a job file (YAML) that ParseJobText reads back to the same job: the keys in set_keys
+// plus the layout, batch and precision, each as `section: key: value`.
+std::string JobToYaml(const Job& job);
+// The same keys as dotted pairs ("parallel.tp", "2"), in the job-key table's order.
+std::vector<std::pair<std::string, std::string>> JobToKeys(const Job& job);
+
+}  // namespace gpuplan

@@ -100,6 +100,9 @@ struct PlanOptions {
   int64_t* progress_total = nullptr;     // Default: none (set before the search starts).
 };
 
+// "tp2 pp4x10 dp32 z1 offload:optimizer": the plan table's layout column (and every artefact's header).
+std::string LayoutString(const Job& job);
+
 // Searches the catalog for the job. The job's parallel/cluster keys that the user set are pins.
 Result<PlanResult> PlanJob(const Job& job, const Catalog& catalog, const Calibration& cal,
                            const PlanOptions& options = {});

@@ -12,6 +12,8 @@ int CmdCatalog(const std::vector<std::string>& argv);
 int CmdEstimate(const std::vector<std::string>& argv);
 int CmdValidate(const std::vector<std::string>& argv);
 int CmdPlan(const std::vector<std::string>& argv);
+int CmdExport(const std::vector<std::string>& argv);
+int CmdImport(const std::vector<std::string>& argv);
 
 // Prints a Status as "gpuplan: file:line: key: reason" and returns its exit code.
 int Fail(const class Status& st);

@@ -22,6 +22,8 @@ const Command kCommands[] = {
     {"memory", "training memory per GPU, broken down; does it fit, and what would", gpuplan::cli::CmdMemory},
     {"estimate", "step time, throughput, MFU and time to train, with the bottleneck", gpuplan::cli::CmdEstimate},
     {"plan", "search cloud instances and layouts for the best whole setup", gpuplan::cli::CmdPlan},
+    {"export", "write launch artefacts for a plan: deepspeed, accelerate, torchrun, megatron, torchtitan, slurm, kubernetes, skypilot, fabric", gpuplan::cli::CmdExport},
+    {"import", "read ds_config.json / accelerate YAML / torchtitan TOML / Megatron or torchrun command lines into a job", gpuplan::cli::CmdImport},
     {"validate", "predict published runs (runs.csv format) and report the error", gpuplan::cli::CmdValidate},
     {"models", "list the built-in model presets", gpuplan::cli::CmdModels},
     {"catalog", "list catalog rows: gpus | links | instances | storage", gpuplan::cli::CmdCatalog},

@@ -16,17 +16,7 @@ std::string F(const char* fmt, double a, double b) {
 std::string Hours(double s) { return F(s < 3600 * 48 ? "%.1f h" : "%.0f h", s / 3600); }
 std::string Kind(const Plan& p) { return p.cost.price_kind == "on-demand" ? "" : " (" + p.cost.price_kind + ")"; }
 std::string Usd(const CostBreakdown& c, double v) { return c.price_known ? F("$%.0f", v) : "unknown"; }
-std::string Layout(const Plan& p) {
-  const ParallelSpec& q = p.job.parallel;
-  std::string s = "tp" + std::to_string(q.tp) + " pp" + std::to_string(q.pp);
-  if (q.vpp > 1) s += "x" + std::to_string(q.vpp);
-  s += " dp" + std::to_string(q.dp);
-  if (q.cp > 1) s += " cp" + std::to_string(q.cp);
-  s += " z" + std::to_string(q.zero);
-  if (q.ep > 1) s += " ep" + std::to_string(q.ep);
-  if (q.offload != Offload::kNone) s += " offload:" + ToString(q.offload);
-  return s;
-}
+std::string Layout(const Plan& p) { return LayoutString(p.job); }
 
 nlohmann::json OrNull(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
 

@@ -173,3 +173,19 @@ Plan Describe(const Context& ctx, const std::vector<Setup>& setups, const std::v
 }
 
 }  // namespace gpuplan::search
+
+namespace gpuplan {
+
+std::string LayoutString(const Job& job) {
+  const ParallelSpec& q = job.parallel;
+  std::string s = "tp" + std::to_string(q.tp) + " pp" + std::to_string(q.pp);
+  if (q.vpp > 1) s += "x" + std::to_string(q.vpp);
+  s += " dp" + std::to_string(q.dp);
+  if (q.cp > 1) s += " cp" + std::to_string(q.cp);
+  s += " z" + std::to_string(q.zero);
+  if (q.ep > 1) s += " ep" + std::to_string(q.ep);
+  if (q.offload != Offload::kNone) s += " offload:" + ToString(q.offload);
+  return s;
+}
+
+}  // namespace gpuplan

@@ -156,6 +156,13 @@ struct Catalog;
 // every command: memory runs it, estimate's ResolveHardware and plan's pins resolve the same ids.
 Status CheckCatalogIds(const Job& job, const Catalog& catalog);
 
+// The job as a job file (YAML) that ParseJobText reads back to the same job: the model (a preset by
+// name when the shape is the preset's), the batch, precision and layout always, every other key where
+// it differs from the default or was set (src/core/job_writer.cc).
+std::string JobToYaml(const Job& job);
+// The same keys as dotted pairs ("parallel.tp", "2"), in the job-key table's order.
+std::vector<std::pair<std::string, std::string>> JobToKeys(const Job& job);
+
 // Micro-steps per optimizer step (gradient accumulation) = global_batch / (micro_batch * dp).
 int64_t GradAccumSteps(const Job& job);
 

@@ -58,6 +58,10 @@ struct PlanRowJob {
   Job job;
   std::string instance;
   bool spot = false;
+  double time_s = 0;                // the row's wall-clock
+  std::optional<double> cost_usd;   // the row's cost with the rerun factor (null = unknown)
+  double step_time_s = 0;           // what the row predicted (export re-estimates and compares)
+  std::string model_fingerprint;    // of the gpuplan that wrote the file
 };
 Result<PlanRowJob> JobFromPlanJson(const std::string& text, const std::string& file, int64_t index);
 
@@ -134,10 +138,6 @@ struct ImportResult {
 Result<ImportResult> ImportFiles(const std::vector<std::string>& paths, const Job& base);
 Result<ImportKind> DetectImportKind(const std::string& text, const std::string& file);
 
-// The job as a job file (YAML) that ParseJobText reads back to the same job: the keys in set_keys
-// plus the layout, batch and precision, each as `section: key: value`.
-std::string JobToYaml(const Job& job);
-// The same keys as dotted pairs ("parallel.tp", "2"), in the job-key table's order.
-std::vector<std::pair<std::string, std::string>> JobToKeys(const Job& job);
+// JobToYaml / JobToKeys (the job written back as a job file) are in gpuplan/job.h.
 
 }  // namespace gpuplan

@@ -1,10 +1,120 @@
-// PLACEHOLDER (issue 10, being written by the lead): LaunchPlan from a plan row, a pinned job, PLAN.json.
+// Where a LaunchPlan comes from: a planner row, a fully pinned job, or one row of a PLAN.json
+// written by `gpuplan plan --json` (docs/export.md "Which plan").
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "gpuplan/estimate.h"
 #include "gpuplan/launch.h"
+#include "gpuplan/memory.h"
 #include "gpuplan/plan.h"
+#include "gpuplan/report.h"
+
 namespace gpuplan {
-LaunchPlan LaunchPlanFromPlan(const Plan&, const Catalog&, const std::string&) { return {}; }
-Result<LaunchPlan> LaunchPlanFromJob(const Job&, const Catalog&, const Calibration&, const std::string&, const std::string&) {
-  return Status::Internal("not built yet");
+
+namespace {
+
+void FillInstance(LaunchPlan& lp, const InstanceSpec& inst) {
+  lp.instance = inst.id;
+  lp.instance_type = inst.instance;
+  lp.provider = inst.provider;
+  lp.region = inst.region == "unknown" ? "" : inst.region;
+  lp.nics_per_node = inst.nics ? static_cast<int64_t>(*inst.nics) : 0;
+  lp.gpudirect_rdma = inst.gpudirect_rdma == "yes";
 }
-Result<PlanRowJob> JobFromPlanJson(const std::string&, const std::string&, int64_t) { return Status::Internal("not built yet"); }
+
+}  // namespace
+
+LaunchPlan LaunchPlanFromPlan(const Plan& p, const Catalog& catalog, const std::string& origin) {
+  LaunchPlan lp;
+  lp.job = p.job;
+  lp.nodes = p.nodes;
+  lp.gpus_per_node = p.job.cluster.gpus_per_node;
+  lp.grad_accum = p.estimate.grad_accum;
+  FillInstance(lp, p.instance);
+  lp.spot = p.cost.price_kind == "spot";
+  if (p.nodes > 1 && !p.network.empty())
+    if (auto link = catalog.FindLink(p.network); link.ok()) lp.network = *link;
+  lp.step_time_s = p.estimate.step_time_s;
+  lp.tokens_per_s = p.estimate.tokens_per_s;
+  lp.memory_per_gpu_bytes = p.memory_bytes;
+  if (auto gpu = catalog.FindGpu(p.job.cluster.gpu); gpu.ok()) lp.gpu_memory_bytes = gpu->memory_bytes;
+  lp.time_s = p.time_s;
+  if (p.cost.price_known) lp.cost_usd = p.cost.with_rerun_usd;
+  lp.origin = origin;
+  return lp;
+}
+
+Result<LaunchPlan> LaunchPlanFromJob(const Job& job, const Catalog& catalog, const Calibration& cal, const std::string& origin,
+                                     const std::string& instance) {
+  LaunchPlan lp;
+  lp.job = job;
+  if (!instance.empty()) {
+    auto inst = catalog.FindInstance(instance);
+    if (!inst.ok()) return inst.status();
+    FillInstance(lp, *inst);
+    if (!job.IsSet("cluster.gpu") || lp.job.cluster.gpu != inst->gpu_id) lp.job.cluster.gpu = inst->gpu_id;
+  }
+  auto hw = ResolveHardware(lp.job, catalog, cal);
+  if (!hw.ok()) return hw.status();
+  const StepEstimate est = EstimateStep(lp.job, *hw);
+  if (!est.feasible) return Status::Infeasible(est.infeasible_reason);
+  const MemoryReport mem = BuildMemoryReport(lp.job, hw->gpu, cal);
+  if (!mem.fits)
+    return Status::Infeasible("does not fit: " + FormatGiB(mem.memory.total_bytes) + " GiB per GPU needed, " + hw->gpu.id + " has " +
+                              FormatGiB(hw->gpu.memory_bytes) + " GiB (`gpuplan memory` lists the saving steps); nothing exported");
+  const int64_t gpn = lp.job.cluster.gpus_per_node;
+  lp.gpus_per_node = std::min(gpn, lp.job.cluster.num_gpus);
+  lp.nodes = (lp.job.cluster.num_gpus + gpn - 1) / gpn;
+  lp.grad_accum = est.grad_accum;
+  if (lp.nodes > 1) {
+    lp.network = hw->inter;
+    if (instance.empty()) {
+      lp.nics_per_node = static_cast<int64_t>(std::llround(hw->nics_per_node));
+      lp.gpudirect_rdma = hw->rdma;
+    }
+  }
+  lp.step_time_s = est.step_time_s;
+  lp.tokens_per_s = est.tokens_per_s;
+  lp.memory_per_gpu_bytes = mem.memory.total_bytes;
+  lp.gpu_memory_bytes = hw->gpu.memory_bytes;
+  lp.time_s = est.time_to_train_s;
+  lp.origin = origin;
+  return lp;
+}
+
+Result<PlanRowJob> JobFromPlanJson(const std::string& text, const std::string& file, int64_t index) {
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    return Status::BadInput({file, 0, ""}, std::string("not JSON: ") + e.what());
+  }
+  if (!doc.is_object() || !doc.contains("plans") || !doc["plans"].is_array())
+    return Status::BadInput({file, 0, "plans"}, "not the output of `gpuplan plan --json` (no \"plans\" array)");
+  const auto& plans = doc["plans"];
+  if (plans.empty()) return Status::Infeasible(file + ": the plan found no feasible setup; nothing to export");
+  if (index < 1 || index > static_cast<int64_t>(plans.size()))
+    return Status::BadInput({"command line", 0, "--plan"}, "must be in 1.." + std::to_string(plans.size()) + " (rows of " + file + ")");
+  const auto& row = plans[static_cast<size_t>(index - 1)];
+  const std::string where = "plans[" + std::to_string(index - 1) + "]";
+  if (!row.contains("job") || !row["job"].is_object())
+    return Status::BadInput({file, 0, where + ".job"},
+                            "the row has no \"job\" object (written by gpuplan before 0.3.0?): re-run `gpuplan plan --json`");
+  PlanRowJob out;
+  for (const auto& [key, value] : row["job"].items()) {
+    if (!value.is_string()) return Status::BadInput({file, 0, where + ".job." + key}, "expected a string value");
+    if (Status st = SetJobKey(out.job, key, value.get<std::string>(), {file, 0, key}); !st.ok()) return st;
+  }
+  if (row.contains("instance") && row["instance"].is_string()) out.instance = row["instance"].get<std::string>();
+  if (row.contains("cost_breakdown") && row["cost_breakdown"].is_object())
+    out.spot = row["cost_breakdown"].value("price_kind", "") == "spot";
+  out.time_s = row.value("time_s", 0.0);
+  if (row.contains("cost_usd") && row["cost_usd"].is_number()) out.cost_usd = row["cost_usd"].get<double>();
+  out.step_time_s = row.value("step_time_s", 0.0);
+  out.model_fingerprint = doc.value("model_fingerprint", "");
+  out.job.source = file;
+  return out;
+}
+
 }  // namespace gpuplan

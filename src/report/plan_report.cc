@@ -45,6 +45,13 @@ PlanTrust Trust(const Plan& p, const PlanPrintContext& ctx) {
   return t;
 }
 
+// The row's whole job as dotted keys: `gpuplan export PLAN.json --plan N` reads it back.
+nlohmann::json JobKeysJson(const Job& job) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [k, v] : JobToKeys(job)) j[k] = v;
+  return j;
+}
+
 nlohmann::json PlanJson(const Plan& p, const PlanPrintContext& ctx) {
   const PlanTrust trust = Trust(p, ctx);
   const CostBreakdown& c = p.cost;
@@ -62,6 +69,7 @@ nlohmann::json PlanJson(const Plan& p, const PlanPrintContext& ctx) {
       {"gpus", p.job.cluster.num_gpus},
       {"tier", ToString(p.tier)},
       {"precision", ToString(p.job.training.precision)},
+      {"job", JobKeysJson(p.job)},
       {"parallel", {{"tp", q.tp}, {"pp", q.pp}, {"vpp", q.vpp}, {"dp", q.dp}, {"cp", q.cp}, {"zero", q.zero},
                     {"sequence_parallel", q.sequence_parallel}, {"offload", ToString(q.offload)}}},
       {"micro_batch", p.job.training.micro_batch},

@@ -1,0 +1,2 @@
+// PLACEHOLDER (issue 11, being written).
+namespace gpuplan {}

@@ -223,6 +223,12 @@ int CmdExport(const std::vector<std::string>& argv) {
     nlohmann::json j = {{"format", ToString(*format)}, {"origin", lp->origin}, {"note", lp->note}, {"out", out_dir.empty() ? nlohmann::json(nullptr) : nlohmann::json(out_dir)}};
     if (wrapped) j["engine"] = ToString(*wrapped);
     j["header"] = HeaderLines(*lp);
+    nlohmann::json keys = nlohmann::json::object();  // the exported layout, as `plan --json` rows carry it
+    for (const auto& [k, v] : JobToKeys(lp->job)) keys[k] = v;
+    j["job"] = keys;
+    j["expected"] = {{"nodes", lp->nodes}, {"gpus_per_node", lp->gpus_per_node}, {"grad_accum", lp->grad_accum},
+                     {"step_time_s", lp->step_time_s}, {"memory_per_gpu_bytes", lp->memory_per_gpu_bytes},
+                     {"instance", lp->instance}, {"network", lp->network.id}};
     nlohmann::json list = nlohmann::json::array();
     for (const auto& f : *files) {
       nlohmann::json e = {{"name", f.name}, {"executable", f.executable}};

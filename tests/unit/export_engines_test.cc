@@ -1,0 +1,584 @@
+// The engine exporters (src/launch/export_engines.cc): every emitted file parsed with a real parser
+// (nlohmann::json, yaml-cpp, toml++, bash) and checked against the plan's numbers; what a format
+// cannot express is refused with the field, its value and the formats that can.
+#include <sys/wait.h>
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <toml++/toml.h>
+
+#include "gpuplan/launch.h"
+#include "gpuplan/plan.h"
+#include "../test_util.h"
+
+namespace gpuplan {
+namespace {
+
+using testing_util::MakeJob;
+using Files = std::map<std::string, Artifact>;
+
+const Catalog& Cat() {
+  static const Catalog c = *LoadCatalog();
+  return c;
+}
+
+// A hand-built launch plan: the job's layout on nodes of cluster.gpus_per_node GPUs.
+LaunchPlan MakePlan(const std::string& yaml) {
+  LaunchPlan p;
+  p.job = MakeJob(yaml);
+  const int64_t per = std::min(p.job.cluster.num_gpus, p.job.cluster.gpus_per_node);
+  p.gpus_per_node = per;
+  p.nodes = p.job.cluster.num_gpus / per;
+  p.grad_accum = GradAccumSteps(p.job);
+  if (p.nodes > 1) p.network = *Cat().FindLink("ib-ndr");
+  p.step_time_s = 1.5;
+  p.tokens_per_s = 1e5;
+  p.memory_per_gpu_bytes = 60e9;
+  p.gpu_memory_bytes = 80e9;
+  p.origin = "export_engines_test";
+  return p;
+}
+
+Files Export(ExportFormat f, const LaunchPlan& p) {
+  auto r = ExportEngine(f, p, Cat());
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  Files out;
+  if (!r.ok()) return out;
+  for (const auto& a : *r) out[a.name] = a;
+  return out;
+}
+
+// Runs bash on a script file and returns its stdout; the exit status goes to *rc.
+std::string Bash(const std::string& command, int* rc) {
+  FILE* f = ::popen(("bash -c '" + command + "' 2>&1").c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf{};
+  while (f && std::fgets(buf.data(), buf.size(), f)) out += buf.data();
+  const int st = f ? ::pclose(f) : -1;
+  *rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return out;
+}
+
+// Writes the files to a fresh directory (as `gpuplan export --out` does) and returns it.
+std::string WriteAll(const Files& files, const std::string& tag) {
+  const auto dir = std::filesystem::temp_directory_path() / ("gpuplan-engines-" + tag + "-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::vector<Artifact> v;
+  for (const auto& [name, a] : files) v.push_back(a);
+  Status st = WriteArtifacts(v, dir.string());
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  return dir.string();
+}
+
+// The words launch.sh hands to torchrun, one per line (TORCHRUN replaced by printf).
+std::vector<std::string> LaunchWords(const Files& files, const std::string& tag, const std::string& script = "launch.sh",
+                                     const std::string& env = "") {
+  const std::string dir = WriteAll(files, tag);
+  int rc = 0;
+  const std::string out = Bash(env + " TORCHRUN=\"printf %s\\\\n\" DEEPSPEED=\"printf %s\\\\n\" ACCELERATE=\"printf %s\\\\n\" bash " + dir + "/" +
+                                   script,
+                               &rc);
+  EXPECT_EQ(rc, 0) << out;
+  std::filesystem::remove_all(dir);
+  std::vector<std::string> words;
+  std::istringstream in(out);
+  for (std::string w; std::getline(in, w);) words.push_back(w);
+  return words;
+}
+
+// The value after `flag` in a word list ("" when absent; "<switch>" when the flag takes none).
+std::string After(const std::vector<std::string>& w, const std::string& flag) {
+  for (size_t i = 0; i < w.size(); ++i)
+    if (w[i] == flag) return i + 1 < w.size() && w[i + 1].rfind("--", 0) != 0 ? w[i + 1] : "<switch>";
+  return "";
+}
+
+bool Has(const std::vector<std::string>& w, const std::string& word) { return std::find(w.begin(), w.end(), word) != w.end(); }
+
+const char* k2x8 = R"(model: {preset: llama-3-8b}
+training: {micro_batch: 1, global_batch: 128, seq_len: 4096}
+cluster: {num_gpus: 16, gpus_per_node: 8}
+)";
+
+std::string With(const std::string& base, const std::string& parallel) { return base + "parallel: {" + parallel + "}\n"; }
+
+// 2 nodes x 8 with extra training keys.
+std::string J2x8(const std::string& parallel, const std::string& training) {
+  return "model: {preset: llama-3-8b}\ntraining: {micro_batch: 1, global_batch: 128, seq_len: 4096, " + training +
+         "}\ncluster: {num_gpus: 16, gpus_per_node: 8}\nparallel: {" + parallel + "}\n";
+}
+
+// ---- deepspeed ----
+
+TEST(ExportDeepspeed, BatchArithmeticStageAndPrecisionFromThePlan) {
+  const LaunchPlan p = MakePlan(With(k2x8, "zero: 3"));
+  ASSERT_EQ(p.job.parallel.dp, 16);
+  ASSERT_EQ(p.grad_accum, 8);
+  Files f = Export(ExportFormat::kDeepspeed, p);
+  for (const char* name : {"ds_config.json", "hostfile", "launch.sh", "launch-deepspeed.sh", "fabric.env"}) ASSERT_TRUE(f.count(name)) << name;
+  const auto c = nlohmann::json::parse(f["ds_config.json"].content);
+  EXPECT_EQ(c["train_batch_size"], 128);
+  EXPECT_EQ(c["train_micro_batch_size_per_gpu"], 1);
+  EXPECT_EQ(c["gradient_accumulation_steps"], 8);
+  EXPECT_EQ(c["train_micro_batch_size_per_gpu"].get<int>() * c["gradient_accumulation_steps"].get<int>() * p.job.parallel.dp,
+            c["train_batch_size"].get<int>());
+  EXPECT_TRUE(c["bf16"]["enabled"].get<bool>());
+  EXPECT_FALSE(c.contains("fp16"));
+  EXPECT_EQ(c["zero_optimization"]["stage"], 3);
+  EXPECT_TRUE(c["zero_optimization"]["overlap_comm"].get<bool>());
+  EXPECT_EQ(c["zero_optimization"]["reduce_bucket_size"], 500000000);
+  EXPECT_FALSE(c["zero_optimization"].contains("offload_optimizer"));
+  EXPECT_FALSE(c.contains("tensor_parallel"));
+  EXPECT_EQ(c["_gpuplan"]["header"].get<std::vector<std::string>>(), HeaderLines(p));
+  EXPECT_TRUE(f["launch.sh"].executable);
+  EXPECT_TRUE(f["launch-deepspeed.sh"].executable);
+  EXPECT_FALSE(f["ds_config.json"].executable);
+}
+
+TEST(ExportDeepspeed, HostfileHasOneLinePerNodeWithTheGpusPerNode) {
+  Files f = Export(ExportFormat::kDeepspeed, MakePlan(With(k2x8, "zero: 2")));
+  std::istringstream in(f["hostfile"].content);
+  std::vector<std::string> hosts;
+  for (std::string l; std::getline(in, l);)
+    if (!l.empty() && l[0] != '#') hosts.push_back(l);
+  EXPECT_EQ(hosts, (std::vector<std::string>{"node-0 slots=8", "node-1 slots=8"}));
+}
+
+TEST(ExportDeepspeed, OffloadOnlyWhereTheStageAllowsIt) {
+  auto c2 = nlohmann::json::parse(
+      Export(ExportFormat::kDeepspeed, MakePlan(With(k2x8, "zero: 2, offload: optimizer")))["ds_config.json"].content);
+  EXPECT_EQ(c2["zero_optimization"]["offload_optimizer"]["device"], "cpu");
+  EXPECT_FALSE(c2["zero_optimization"].contains("offload_param"));
+  auto c3 = nlohmann::json::parse(
+      Export(ExportFormat::kDeepspeed, MakePlan(With(k2x8, "zero: 3, offload: optimizer+params")))["ds_config.json"].content);
+  EXPECT_EQ(c3["zero_optimization"]["offload_optimizer"]["device"], "cpu");
+  EXPECT_EQ(c3["zero_optimization"]["offload_param"]["device"], "cpu");
+  // ZeRO-1 with optimizer offload: accelerate's DeepSpeed plugin refuses it below stage 2 (§1.1).
+  const LaunchPlan z1 = MakePlan(With(k2x8, "zero: 1, offload: optimizer"));
+  const std::string why = CannotExpress(ExportFormat::kDeepspeed, z1);
+  EXPECT_NE(why.find("parallel.zero 1"), std::string::npos) << why;
+  auto r = ExportEngine(ExportFormat::kDeepspeed, z1, Cat());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kBadInput);
+  EXPECT_EQ(r.status().location().key, "--to");
+  EXPECT_EQ(r.status().reason(), why);
+}
+
+TEST(ExportDeepspeed, PrecisionFlagsPerPrecision) {
+  auto cfg = [](const std::string& training) {
+    return nlohmann::json::parse(Export(ExportFormat::kDeepspeed, MakePlan(J2x8("zero: 2", training)))["ds_config.json"].content);
+  };
+  const auto fp16 = cfg("precision: fp16");
+  EXPECT_TRUE(fp16["fp16"]["enabled"].get<bool>());
+  EXPECT_FALSE(fp16.contains("bf16"));
+  const auto fp32 = cfg("precision: fp32");
+  EXPECT_FALSE(fp32.contains("fp16"));
+  EXPECT_FALSE(fp32.contains("bf16"));
+  const auto fp8 = cfg("precision: fp8");
+  EXPECT_TRUE(fp8["bf16"]["enabled"].get<bool>());
+  bool noted = false;
+  for (const auto& n : fp8["_gpuplan"]["notes"]) noted |= n.get<std::string>().find("fp8") != std::string::npos;
+  EXPECT_TRUE(noted) << fp8.dump();
+}
+
+TEST(ExportDeepspeed, AutoTpWithinANodeAtZeroTwoOrBelow) {
+  auto c = nlohmann::json::parse(
+      Export(ExportFormat::kDeepspeed, MakePlan(With(k2x8, "tp: 2, zero: 2")))["ds_config.json"].content);
+  EXPECT_EQ(c["tensor_parallel"]["autotp_size"], 2);
+  EXPECT_EQ(c["train_batch_size"], 128);  // dp 8 x micro 1 x accumulation 16
+  EXPECT_EQ(c["gradient_accumulation_steps"], 16);
+  EXPECT_NE(CannotExpress(ExportFormat::kDeepspeed, MakePlan(With(k2x8, "tp: 2, zero: 3"))).find("parallel.zero 3"), std::string::npos);
+}
+
+TEST(ExportDeepspeed, RefusesWhatItsConfigCannotSayNamingFieldValueAndFormats) {
+  const std::string pp = CannotExpress(ExportFormat::kDeepspeed, MakePlan(With(k2x8, "pp: 2, zero: 1")));
+  EXPECT_NE(pp.find("parallel.pp 2"), std::string::npos) << pp;
+  EXPECT_NE(pp.find("megatron"), std::string::npos) << pp;
+  const std::string cp = CannotExpress(ExportFormat::kDeepspeed, MakePlan(With(k2x8, "cp: 2, zero: 3")));
+  EXPECT_NE(cp.find("parallel.cp 2"), std::string::npos) << cp;
+  const std::string tp = CannotExpress(ExportFormat::kDeepspeed, MakePlan(With(k2x8, "tp: 16")));
+  EXPECT_NE(tp.find("across nodes"), std::string::npos) << tp;
+  EXPECT_NE(tp.find("parallel.tp 16"), std::string::npos) << tp;
+  EXPECT_TRUE(CannotExpress(ExportFormat::kDeepspeed, MakePlan(With(k2x8, "zero: 3"))).empty());
+}
+
+TEST(ExportDeepspeed, LaunchShIsTheTorchrunCommandWithTheConfig) {
+  LaunchPlan p = MakePlan(With(k2x8, "zero: 3"));
+  p.script = "my train.py";
+  p.script_args = {"--lr", "it's"};
+  p.port = 29611;
+  const auto w = LaunchWords(Export(ExportFormat::kDeepspeed, p), "ds");
+  EXPECT_EQ(After(w, "--nnodes"), "2");
+  EXPECT_EQ(After(w, "--nproc_per_node"), "8");
+  EXPECT_EQ(After(w, "--rdzv_backend"), "c10d");
+  EXPECT_EQ(After(w, "--rdzv_endpoint"), "localhost:29611");
+  EXPECT_EQ(After(w, "--rdzv_id"), "gpuplan");
+  EXPECT_TRUE(Has(w, "my train.py"));
+  EXPECT_EQ(After(w, "--lr"), "it's");
+  EXPECT_EQ(After(w, "--deepspeed"), "<switch>");
+  EXPECT_NE(After(w, "--deepspeed_config").find("/ds_config.json"), std::string::npos);
+  // The environment overrides the defaults.
+  const auto w2 = LaunchWords(Export(ExportFormat::kDeepspeed, p), "ds2", "launch.sh", "GPUPLAN_HEAD=10.0.0.1 GPUPLAN_JOB_ID=j7");
+  EXPECT_EQ(After(w2, "--rdzv_endpoint"), "10.0.0.1:29611");
+  EXPECT_EQ(After(w2, "--rdzv_id"), "j7");
+  const auto d = LaunchWords(Export(ExportFormat::kDeepspeed, p), "ds3", "launch-deepspeed.sh");
+  EXPECT_NE(After(d, "--hostfile").find("/hostfile"), std::string::npos);
+  EXPECT_EQ(After(d, "--num_nodes"), "2");
+  EXPECT_EQ(After(d, "--num_gpus"), "8");
+}
+
+// ---- accelerate ----
+
+YAML::Node AccelYaml(const Files& f, const std::string& name = "accelerate.yaml") {
+  EXPECT_TRUE(f.count(name)) << name;
+  return f.count(name) ? YAML::Load(f.at(name).content) : YAML::Node();
+}
+
+TEST(ExportAccelerate, ZeroThreeIsFsdp2FullShardWithAllProcesses) {
+  const LaunchPlan p = MakePlan(With(k2x8, "zero: 3"));
+  Files f = Export(ExportFormat::kAccelerate, p);
+  const YAML::Node y = AccelYaml(f);
+  EXPECT_EQ(y["distributed_type"].as<std::string>(), "FSDP");
+  EXPECT_EQ(y["num_processes"].as<int>(), 16);
+  EXPECT_EQ(y["num_machines"].as<int>(), 2);
+  EXPECT_EQ(y["machine_rank"].as<int>(), 0);
+  EXPECT_EQ(y["mixed_precision"].as<std::string>(), "bf16");
+  EXPECT_EQ(y["fsdp_config"]["fsdp_version"].as<int>(), 2);
+  EXPECT_TRUE(y["fsdp_config"]["fsdp_reshard_after_forward"].as<bool>());
+  EXPECT_FALSE(y["fsdp_config"]["fsdp_offload_params"].as<bool>());
+  EXPECT_FALSE(y["parallelism_config"]);
+  const YAML::Node v1 = AccelYaml(f, "accelerate-fsdp1.yaml");
+  EXPECT_EQ(v1["fsdp_config"]["fsdp_version"].as<int>(), 1);
+  EXPECT_EQ(v1["fsdp_config"]["fsdp_sharding_strategy"].as<std::string>(), "FULL_SHARD");
+  EXPECT_TRUE(f.count("launch-accelerate.sh"));
+  const auto w = LaunchWords(f, "acc", "launch-accelerate.sh", "GPUPLAN_NODE_RANK=1 GPUPLAN_HEAD=h0");
+  EXPECT_EQ(After(w, "--machine_rank"), "1");
+  EXPECT_EQ(After(w, "--main_process_ip"), "h0");
+  EXPECT_EQ(After(w, "--num_processes"), "16");
+  EXPECT_EQ(After(w, "--per_device_train_batch_size"), "1");
+  EXPECT_EQ(After(w, "--gradient_accumulation_steps"), "8");
+  const auto t = LaunchWords(f, "acct");
+  EXPECT_EQ(After(t, "--nnodes"), "2");
+  EXPECT_EQ(After(t, "--gradient_accumulation_steps"), "8");
+  EXPECT_NE(After(t, "--accelerate_config").find("/accelerate.yaml"), std::string::npos);
+}
+
+TEST(ExportAccelerate, StageMapsToShardingOrDdpOrDeepspeed) {
+  const YAML::Node z2 = AccelYaml(Export(ExportFormat::kAccelerate, MakePlan(With(k2x8, "zero: 2"))));
+  EXPECT_EQ(z2["distributed_type"].as<std::string>(), "FSDP");
+  EXPECT_FALSE(z2["fsdp_config"]["fsdp_reshard_after_forward"].as<bool>());
+  const YAML::Node z2v1 = AccelYaml(Export(ExportFormat::kAccelerate, MakePlan(With(k2x8, "zero: 2"))), "accelerate-fsdp1.yaml");
+  EXPECT_EQ(z2v1["fsdp_config"]["fsdp_sharding_strategy"].as<std::string>(), "SHARD_GRAD_OP");
+  const YAML::Node z0 = AccelYaml(Export(ExportFormat::kAccelerate, MakePlan(With(k2x8, "zero: 0"))));
+  EXPECT_EQ(z0["distributed_type"].as<std::string>(), "MULTI_GPU");
+  EXPECT_FALSE(z0["fsdp_config"]);
+  const YAML::Node z1 = AccelYaml(Export(ExportFormat::kAccelerate, MakePlan(With(k2x8, "zero: 1"))));
+  EXPECT_EQ(z1["distributed_type"].as<std::string>(), "DEEPSPEED");
+  EXPECT_EQ(z1["deepspeed_config"]["zero_stage"].as<int>(), 1);
+  EXPECT_EQ(z1["deepspeed_config"]["gradient_accumulation_steps"].as<int>(), 8);
+  EXPECT_EQ(z1["deepspeed_config"]["offload_optimizer_device"].as<std::string>(), "none");
+  const YAML::Node off = AccelYaml(Export(ExportFormat::kAccelerate, MakePlan(With(k2x8, "zero: 3, offload: optimizer"))));
+  EXPECT_EQ(off["distributed_type"].as<std::string>(), "DEEPSPEED");
+  EXPECT_EQ(off["deepspeed_config"]["offload_optimizer_device"].as<std::string>(), "cpu");
+  EXPECT_EQ(off["deepspeed_config"]["offload_param_device"].as<std::string>(), "none");
+  const YAML::Node params = AccelYaml(Export(ExportFormat::kAccelerate, MakePlan(With(k2x8, "zero: 3, offload: optimizer+params"))));
+  EXPECT_EQ(params["distributed_type"].as<std::string>(), "FSDP");
+  EXPECT_TRUE(params["fsdp_config"]["fsdp_offload_params"].as<bool>());
+}
+
+TEST(ExportAccelerate, TensorAndContextParallelGoToParallelismConfigUnderFsdp2) {
+  const LaunchPlan p = MakePlan(With(k2x8, "tp: 2, cp: 2, zero: 3, sequence_parallel: false"));
+  Files f = Export(ExportFormat::kAccelerate, p);
+  const YAML::Node y = AccelYaml(f);
+  const YAML::Node pc = y["parallelism_config"];
+  ASSERT_TRUE(pc);
+  EXPECT_EQ(pc["parallelism_config_tp_size"].as<int>(), 2);
+  EXPECT_EQ(pc["parallelism_config_cp_size"].as<int>(), 2);
+  EXPECT_EQ(pc["parallelism_config_dp_shard_size"].as<int>(), 4);
+  EXPECT_EQ(pc["parallelism_config_dp_replicate_size"].as<int>() * pc["parallelism_config_dp_shard_size"].as<int>() *
+                pc["parallelism_config_tp_size"].as<int>() * pc["parallelism_config_cp_size"].as<int>(),
+            y["num_processes"].as<int>());
+  EXPECT_FALSE(f.count("accelerate-fsdp1.yaml"));  // tp/cp need FSDP2
+  const std::string ddp_tp = CannotExpress(ExportFormat::kAccelerate, MakePlan(With(k2x8, "tp: 2, zero: 1, sequence_parallel: false")));
+  EXPECT_NE(ddp_tp.find("parallel.zero 1"), std::string::npos) << ddp_tp;
+  EXPECT_NE(CannotExpress(ExportFormat::kAccelerate, MakePlan(With(k2x8, "pp: 2, zero: 1"))).find("parallel.pp 2"), std::string::npos);
+}
+
+TEST(ExportAccelerate, RecomputeAndPrecisionFromTheJob) {
+  const std::string job = std::string(R"(model: {preset: llama-3-8b}
+training: {micro_batch: 2, global_batch: 64, seq_len: 2048, recompute: full, precision: fp32}
+cluster: {num_gpus: 8, gpus_per_node: 8}
+parallel: {zero: 3}
+)");
+  const YAML::Node y = AccelYaml(Export(ExportFormat::kAccelerate, MakePlan(job)));
+  EXPECT_TRUE(y["fsdp_config"]["fsdp_activation_checkpointing"].as<bool>());
+  EXPECT_EQ(y["mixed_precision"].as<std::string>(), "no");
+  EXPECT_EQ(y["num_machines"].as<int>(), 1);
+  EXPECT_EQ(y["num_processes"].as<int>(), 8);
+}
+
+// ---- torchrun ----
+
+TEST(ExportTorchrun, LaunchShAloneWithNodesAndProcesses) {
+  Files f = Export(ExportFormat::kTorchrun, MakePlan(With(k2x8, "tp: 2, pp: 2, zero: 1")));
+  EXPECT_EQ(f.size(), 2u);
+  ASSERT_TRUE(f.count("launch.sh"));
+  EXPECT_TRUE(f.count("fabric.env"));
+  const auto w = LaunchWords(f, "tr");
+  EXPECT_EQ(After(w, "--nnodes"), "2");
+  EXPECT_EQ(After(w, "--nproc_per_node"), "8");
+  EXPECT_TRUE(Has(w, "train.py"));
+  EXPECT_TRUE(CannotExpress(ExportFormat::kTorchrun, MakePlan(With(k2x8, "pp: 4, zero: 1"))).empty());
+}
+
+// ---- megatron ----
+
+const char* k70b = R"(model: {preset: llama-3-70b}
+training: {micro_batch: 1, global_batch: 64, seq_len: 4096, recompute: full, tokens: 2.0e9}
+cluster: {num_gpus: 16, gpus_per_node: 8}
+)";
+
+std::vector<std::string> MegatronArgs(const Files& f) {
+  const std::string dir = WriteAll(f, "mg");
+  int rc = 0;
+  const std::string out = Bash("source " + dir + "/megatron-args.sh && printf \"%s\\n\" \"${MEGATRON_ARGS[@]}\"", &rc);
+  EXPECT_EQ(rc, 0) << out;
+  std::filesystem::remove_all(dir);
+  std::vector<std::string> w;
+  std::istringstream in(out);
+  for (std::string l; std::getline(in, l);) w.push_back(l);
+  return w;
+}
+
+TEST(ExportMegatron, FlagsCarryTheModelLayoutAndBatch) {
+  const LaunchPlan p = MakePlan(With(k70b, "tp: 8, pp: 2, vpp: 5, zero: 1, sequence_parallel: true"));
+  Files f = Export(ExportFormat::kMegatron, p);
+  const auto a = MegatronArgs(f);
+  EXPECT_EQ(After(a, "--num-layers"), "80");
+  EXPECT_EQ(After(a, "--hidden-size"), "8192");
+  EXPECT_EQ(After(a, "--num-attention-heads"), "64");
+  EXPECT_EQ(After(a, "--group-query-attention"), "<switch>");
+  EXPECT_EQ(After(a, "--num-query-groups"), "8");
+  EXPECT_EQ(After(a, "--ffn-hidden-size"), std::to_string(p.job.arch.Ffn()));
+  EXPECT_EQ(After(a, "--seq-length"), "4096");
+  EXPECT_EQ(After(a, "--vocab-size"), "128256");
+  EXPECT_EQ(After(a, "--tensor-model-parallel-size"), "8");
+  EXPECT_EQ(After(a, "--pipeline-model-parallel-size"), "2");
+  EXPECT_EQ(After(a, "--num-layers-per-virtual-pipeline-stage"), "8");  // 80 / (2 x 5)
+  EXPECT_EQ(After(a, "--context-parallel-size"), "1");
+  EXPECT_EQ(After(a, "--sequence-parallel"), "<switch>");
+  EXPECT_EQ(After(a, "--recompute-granularity"), "full");
+  EXPECT_EQ(After(a, "--recompute-method"), "uniform");
+  EXPECT_EQ(After(a, "--recompute-num-layers"), "1");
+  EXPECT_EQ(After(a, "--use-distributed-optimizer"), "<switch>");
+  EXPECT_EQ(After(a, "--use-megatron-fsdp"), "");
+  EXPECT_EQ(After(a, "--micro-batch-size"), "1");
+  EXPECT_EQ(After(a, "--global-batch-size"), "64");
+  EXPECT_EQ(After(a, "--train-iters"), std::to_string(static_cast<int64_t>(std::ceil(2.0e9 / (64.0 * 4096)))));
+  EXPECT_EQ(After(a, "--bf16"), "<switch>");
+  EXPECT_EQ(After(a, "--fp16"), "");
+  // dp = 16 / (8 x 2) = 1: no data-parallel traffic to overlap.
+  EXPECT_EQ(After(a, "--overlap-grad-reduce"), "");
+  const auto w = LaunchWords(f, "mgl");
+  EXPECT_TRUE(Has(w, "pretrain_gpt.py"));
+  EXPECT_EQ(After(w, "--tensor-model-parallel-size"), "8");  // launch.sh passes MEGATRON_ARGS
+  EXPECT_NE(f["launch.sh"].content.find("export CUDA_DEVICE_MAX_CONNECTIONS=1"), std::string::npos);
+}
+
+std::map<std::string, std::string> Overrides(const Files& f) {
+  std::map<std::string, std::string> o;
+  std::istringstream in(f.at("bridge-overrides.txt").content);
+  for (std::string l; std::getline(in, l);) {
+    if (l.empty() || l[0] == '#') continue;
+    const auto eq = l.find('=');
+    EXPECT_NE(eq, std::string::npos) << l;
+    o[l.substr(0, eq)] = l.substr(eq + 1);
+  }
+  return o;
+}
+
+TEST(ExportMegatron, BridgeOverridesCarryTheSameNumbers) {
+  Files f = Export(ExportFormat::kMegatron, MakePlan(With(k70b, "tp: 8, pp: 2, vpp: 5, zero: 1, sequence_parallel: true")));
+  auto o = Overrides(f);
+  EXPECT_EQ(o["model.tensor_model_parallel_size"], "8");
+  EXPECT_EQ(o["model.pipeline_model_parallel_size"], "2");
+  EXPECT_EQ(o["model.virtual_pipeline_model_parallel_size"], "5");
+  EXPECT_EQ(o["model.sequence_parallel"], "true");
+  EXPECT_EQ(o["model.recompute_granularity"], "full");
+  EXPECT_EQ(o["ddp.use_distributed_optimizer"], "true");
+  EXPECT_EQ(o["optimizer.use_distributed_optimizer"], "true");
+  EXPECT_EQ(o["train.micro_batch_size"], "1");
+  EXPECT_EQ(o["train.global_batch_size"], "64");
+  EXPECT_EQ(o["mixed_precision"], "bf16_mixed");
+}
+
+TEST(ExportMegatron, ZeroThreeIsMegatronFsdpAndOptimizerOffloadIsCpuOffload) {
+  Files f = Export(ExportFormat::kMegatron, MakePlan(With(k70b, "zero: 3")));
+  const auto a = MegatronArgs(f);
+  EXPECT_EQ(After(a, "--use-megatron-fsdp"), "<switch>");
+  EXPECT_EQ(After(a, "--data-parallel-sharding-strategy"), "optim_grads_params");
+  EXPECT_EQ(After(a, "--overlap-grad-reduce"), "<switch>");
+  EXPECT_EQ(After(a, "--overlap-param-gather"), "<switch>");
+  EXPECT_EQ(f["launch.sh"].content.find("export CUDA_DEVICE_MAX_CONNECTIONS=1"), std::string::npos);
+  EXPECT_EQ(Overrides(f)["ddp.use_megatron_fsdp"], "true");
+  const auto off = MegatronArgs(Export(ExportFormat::kMegatron, MakePlan(With(k70b, "zero: 2, offload: optimizer"))));
+  EXPECT_EQ(After(off, "--optimizer-cpu-offload"), "<switch>");
+  EXPECT_EQ(After(off, "--optimizer-offload-fraction"), "1.0");
+  const std::string params = CannotExpress(ExportFormat::kMegatron, MakePlan(With(k70b, "zero: 3, offload: optimizer+params")));
+  EXPECT_NE(params.find("parallel.offload optimizer+params"), std::string::npos) << params;
+}
+
+TEST(ExportMegatron, TensorParallelAcrossNodesIsExpressedWithAWarning) {
+  Files f = Export(ExportFormat::kMegatron, MakePlan(With(k70b, "tp: 16, zero: 1, sequence_parallel: true")));
+  EXPECT_NE(f["megatron-args.sh"].content.find("WARNING: tensor parallelism spans nodes"), std::string::npos);
+  EXPECT_EQ(After(MegatronArgs(f), "--tensor-model-parallel-size"), "16");
+}
+
+TEST(ExportMegatron, Fp8IsHybridWithTheRecipe) {
+  const std::string job = std::string(R"(model: {preset: llama-3-70b}
+training: {micro_batch: 1, global_batch: 64, seq_len: 4096, precision: fp8, fp8_recipe: delayed}
+cluster: {num_gpus: 16, gpus_per_node: 8}
+parallel: {zero: 1}
+)");
+  Files f = Export(ExportFormat::kMegatron, MakePlan(job));
+  const auto a = MegatronArgs(f);
+  EXPECT_EQ(After(a, "--fp8-format"), "hybrid");
+  EXPECT_EQ(After(a, "--fp8-recipe"), "delayed");
+  EXPECT_EQ(After(a, "--bf16"), "<switch>");
+  EXPECT_EQ(Overrides(f)["mixed_precision"], "bf16_with_fp8_delayed_scaling_mixed");
+}
+
+// ---- torchtitan ----
+
+toml::table Titan(const Files& f) {
+  EXPECT_TRUE(f.count("torchtitan.toml"));
+  try {
+    return toml::parse(f.at("torchtitan.toml").content);
+  } catch (const toml::parse_error& e) {
+    ADD_FAILURE() << e.what() << "\n" << f.at("torchtitan.toml").content;
+    return {};
+  }
+}
+
+int64_t I(const toml::table& t, const char* path) { return t.at_path(path).value_or<int64_t>(-999); }
+std::string S(const toml::table& t, const char* path) { return t.at_path(path).value_or<std::string>("?"); }
+
+TEST(ExportTorchtitan, DegreesBatchAndScheduleFromThePlan) {
+  const char* job = R"(model: {preset: llama-3-8b}
+training: {micro_batch: 1, global_batch: 64, seq_len: 8192, recompute: selective, tokens: 1.0e9, compile: true}
+cluster: {num_gpus: 16, gpus_per_node: 8}
+parallel: {tp: 2, pp: 2, vpp: 2, zero: 3, sequence_parallel: true}
+)";
+  const LaunchPlan p = MakePlan(job);
+  ASSERT_EQ(p.job.parallel.dp, 4);
+  ASSERT_EQ(p.grad_accum, 16);
+  Files f = Export(ExportFormat::kTorchtitan, p);
+  const toml::table t = Titan(f);
+  EXPECT_EQ(S(t, "model.name"), "llama3");
+  EXPECT_EQ(S(t, "model.flavor"), "8B");
+  EXPECT_EQ(I(t, "parallelism.data_parallel_shard_degree"), 4);
+  EXPECT_EQ(I(t, "parallelism.data_parallel_replicate_degree"), 1);
+  EXPECT_EQ(I(t, "parallelism.tensor_parallel_degree"), 2);
+  EXPECT_EQ(I(t, "parallelism.pipeline_parallel_degree"), 2);
+  EXPECT_EQ(S(t, "parallelism.pipeline_parallel_schedule"), "Interleaved1F1B");
+  EXPECT_EQ(I(t, "parallelism.pipeline_parallel_layers_per_stage"), 8);  // 32 / (2 x 2)
+  EXPECT_EQ(I(t, "parallelism.context_parallel_degree"), 1);
+  // With pp the accumulation runs as pipeline microbatches of one local batch.
+  EXPECT_EQ(I(t, "training.local_batch_size"), 16);
+  EXPECT_EQ(I(t, "parallelism.pipeline_parallel_microbatch_size"), 1);
+  EXPECT_EQ(I(t, "training.global_batch_size"), 64);
+  EXPECT_EQ(I(t, "training.local_batch_size") * I(t, "parallelism.data_parallel_shard_degree"), I(t, "training.global_batch_size"));
+  EXPECT_EQ(I(t, "training.seq_len"), 8192);
+  EXPECT_EQ(I(t, "training.steps"), static_cast<int64_t>(std::ceil(1.0e9 / (64.0 * 8192))));
+  EXPECT_EQ(S(t, "training.mixed_precision_param"), "bfloat16");
+  EXPECT_EQ(S(t, "activation_checkpoint.mode"), "selective");
+  EXPECT_TRUE(t.at_path("compile.enable").value_or(false));
+  const auto w = LaunchWords(f, "tt");
+  EXPECT_EQ(After(w, "-m"), "torchtitan.train");
+  EXPECT_NE(After(w, "--job.config_file").find("/torchtitan.toml"), std::string::npos);
+}
+
+TEST(ExportTorchtitan, StagesMapToReplicateOrShard) {
+  const toml::table z0 = Titan(Export(ExportFormat::kTorchtitan, MakePlan(With(k2x8, "zero: 0"))));
+  EXPECT_EQ(I(z0, "parallelism.data_parallel_replicate_degree"), 16);
+  EXPECT_EQ(I(z0, "parallelism.data_parallel_shard_degree"), 1);
+  EXPECT_EQ(I(z0, "training.local_batch_size"), 1);
+  EXPECT_EQ(I(z0, "training.steps"), 10000);
+  const toml::table z2 = Titan(Export(ExportFormat::kTorchtitan, MakePlan(With(k2x8, "zero: 2"))));
+  EXPECT_EQ(I(z2, "parallelism.data_parallel_shard_degree"), 16);
+  EXPECT_EQ(S(z2, "parallelism.fsdp_reshard_after_forward"), "never");
+  const std::string z1 = CannotExpress(ExportFormat::kTorchtitan, MakePlan(With(k2x8, "zero: 1")));
+  EXPECT_NE(z1.find("parallel.zero 1"), std::string::npos) << z1;
+  const std::string off = CannotExpress(ExportFormat::kTorchtitan, MakePlan(With(k2x8, "zero: 3, offload: optimizer")));
+  EXPECT_NE(off.find("parallel.offload optimizer"), std::string::npos) << off;
+  EXPECT_NE(CannotExpress(ExportFormat::kTorchtitan, MakePlan(With(k2x8, "tp: 16, zero: 3, sequence_parallel: true"))).find("across nodes"),
+            std::string::npos);
+}
+
+TEST(ExportTorchtitan, ANonLlamaShapeSaysItsFlavorMustBeRegistered) {
+  const toml::table t = Titan(Export(ExportFormat::kTorchtitan, MakePlan(R"(model: {preset: mistral-7b}
+training: {micro_batch: 1, global_batch: 8}
+cluster: {num_gpus: 8, gpus_per_node: 8}
+parallel: {zero: 3}
+)")));
+  EXPECT_EQ(S(t, "model.flavor"), "gpuplan-custom");
+  const std::string text =
+      Export(ExportFormat::kTorchtitan, MakePlan("model: {preset: mistral-7b}\ncluster: {num_gpus: 8}\nparallel: {zero: 3}\n"))["torchtitan.toml"]
+          .content;
+  EXPECT_NE(text.find("register it"), std::string::npos);
+  EXPECT_NE(text.find("layers 32, hidden 4096"), std::string::npos);
+}
+
+// ---- every engine ----
+
+TEST(ExportEngines, EveryLaunchScriptParsesAndSourcesTheFabric) {
+  const LaunchPlan p = MakePlan(With(k2x8, "zero: 3"));
+  for (ExportFormat e : {ExportFormat::kDeepspeed, ExportFormat::kAccelerate, ExportFormat::kTorchrun, ExportFormat::kMegatron,
+                         ExportFormat::kTorchtitan}) {
+    Files f = Export(e, p);
+    ASSERT_TRUE(f.count("launch.sh")) << ToString(e);
+    ASSERT_TRUE(f.count("fabric.env")) << ToString(e);
+    const std::string& s = f["launch.sh"].content;
+    EXPECT_EQ(s.rfind("#!/usr/bin/env bash\n" + CommentHeader(p, "# "), 0), 0u) << ToString(e);
+    EXPECT_NE(s.find("set -euo pipefail"), std::string::npos);
+    EXPECT_NE(s.find("source \"$(dirname \"$0\")/fabric.env\""), std::string::npos);
+    const std::string dir = WriteAll(f, "n" + ToString(e));
+    for (const auto& [name, a] : f) {
+      if (!a.executable) continue;
+      int rc = 0;
+      const std::string out = Bash("bash -n " + dir + "/" + name, &rc);
+      EXPECT_EQ(rc, 0) << ToString(e) << " " << name << ": " << out;
+    }
+    std::filesystem::remove_all(dir);
+  }
+}
+
+TEST(ExportEngines, PinsAreJobKeysThatMakeTheLayoutExpressible) {
+  for (ExportFormat e : {ExportFormat::kDeepspeed, ExportFormat::kAccelerate, ExportFormat::kTorchrun, ExportFormat::kMegatron,
+                         ExportFormat::kTorchtitan}) {
+    Job j = MakeJob(std::string(k2x8));
+    for (const auto& [k, v] : PinsForFormat(e)) {
+      Status st = SetJobKey(j, k, v, {"pins", 0, k});
+      EXPECT_TRUE(st.ok()) << ToString(e) << " " << k << "=" << v << ": " << st.ToString();
+    }
+  }
+  const auto ds = PinsForFormat(ExportFormat::kDeepspeed);
+  EXPECT_NE(std::find(ds.begin(), ds.end(), std::make_pair(std::string("parallel.pp"), std::string("1"))), ds.end());
+  EXPECT_TRUE(PinsForFormat(ExportFormat::kTorchrun).empty());
+}
+
+TEST(ExportEngines, AWrapperIsNotAnEngine) {
+  auto r = ExportEngine(ExportFormat::kSlurm, MakePlan(With(k2x8, "zero: 3")), Cat());
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInternal);
+}
+
+}  // namespace
+}  // namespace gpuplan

@@ -1,0 +1,600 @@
+// nccl-tests (and rccl-tests), perftest and NCCL_DEBUG=INFO logs (docs/checks.md "Reading outputs").
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "toolout_internal.h"
+
+namespace gpuplan::toolout {
+
+namespace {
+
+// "[1,0]<stdout>:  8  2 ..." (mpirun --tag-output) and "0:  8  2 ..." (srun --label) prefixes.
+std::string StripRankPrefix(const std::string& s) {
+  if (auto p = s.find("<stdout>:"); p != std::string::npos) return s.substr(p + 9);
+  size_t i = 0;
+  while (i < s.size() && s[i] == ' ') ++i;
+  size_t j = i;
+  while (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j]))) ++j;
+  if (j > i && j < s.size() && s[j] == ':' && (j + 1 == s.size() || s[j + 1] == ' ')) return s.substr(j + 1);
+  return s;
+}
+
+bool IsNcclTestsHeader(const std::string& stripped) {
+  const std::string t = Trim(stripped);
+  if (!StartsWith(t, "#")) return false;
+  auto tok = Tokens(t.substr(1));
+  return std::find(tok.begin(), tok.end(), "size") != tok.end() && std::find(tok.begin(), tok.end(), "busbw") != tok.end();
+}
+
+}  // namespace
+
+bool LooksLikeNcclTests(const std::vector<Line>& lines) {
+  for (const auto& l : lines)
+    if (IsNcclTestsHeader(StripRankPrefix(l.text)) || Contains(l.text, "# Avg bus bandwidth")) return true;
+  return false;
+}
+
+// ---- NCCL_DEBUG=INFO lines (in a log, or inside an nccl-tests output) ----
+
+namespace {
+
+struct NcclLogState {
+  std::map<std::string, std::pair<int, int>> channels;  // transport -> (count, first line)
+  std::set<std::string> hosts;
+  int nvls_devices = 0, nvls_line = 0;
+  std::optional<std::pair<long long, int>> nodes, ranks;  // value, line
+  std::map<std::string, std::string> info;             // last "key" seen
+};
+
+// "H20-GPU-06:4015539:4015652 [0] NCCL INFO ..." -> "H20-GPU-06"
+std::string HostOf(const std::string& line) {
+  auto p = line.find(" NCCL ");
+  if (p == std::string::npos) return "";
+  std::string head = Trim(line.substr(0, p));
+  auto c = head.find(':');
+  if (c == std::string::npos || c == 0) return "";
+  return head.substr(0, c);
+}
+
+// "[0]mlx5_0:1/IB [1]mlx5_1:1/IB [RO]; OOB eno1:..." -> {"mlx5_0:1/IB", "mlx5_1:1/IB"}
+std::vector<std::string> NetDevices(const std::string& rest) {
+  std::vector<std::string> out;
+  const std::string head = rest.substr(0, rest.find("; OOB"));
+  for (const auto& t : Tokens(head)) {
+    if (t.size() > 3 && t[0] == '[' && std::isdigit(static_cast<unsigned char>(t[1]))) {
+      auto e = t.find(']');
+      if (e != std::string::npos && e + 1 < t.size()) out.push_back(t.substr(e + 1));
+    }
+  }
+  return out;
+}
+
+void NcclLogLine(const Line& l, Builder& b, NcclLogState& st) {
+  const std::string& s = l.text;
+  if (std::string h = HostOf(s); !h.empty()) st.hosts.insert(h);
+  // "NET/IB : Using [0]mlx5_0:1/IB ...", "NET/Socket : Using [0]eth0:...", "NET/FastSocket : Using ..."
+  if (auto p = s.find("NET/"); p != std::string::npos && Contains(s, " : Using ")) {
+    const std::string net = Trim(s.substr(p, s.find(" : Using", p) - p));
+    const auto devs = NetDevices(s.substr(s.find(" : Using") + 8));
+    Reading& r = b.AddState("transport", net, l.number);
+    std::string list;
+    for (const auto& d : devs) list += (list.empty() ? "" : ",") + d;
+    r.context["devices"] = list;
+    if (Contains(s, "[RO]")) r.context["relaxed_ordering"] = "yes";
+    Reading& n = b.Add("net_devices", static_cast<double>(devs.size()), "count", l.number);
+    n.context["net"] = net;
+    return;
+  }
+  if (auto p = s.find("Selected Provider is "); p != std::string::npos) {
+    b.AddState("transport", "NET/OFI/" + Trim(s.substr(p + 21)), l.number);
+    return;
+  }
+  if (auto p = s.find("Using network "); p != std::string::npos) {
+    b.AddState("network_selected", Trim(s.substr(p + 14)), l.number);
+    return;
+  }
+  // "Channel 07/0 : 0[0] -> 2[0] [receive] via NET/IB/3/GDRDMA", "via P2P/CUMEM", "via P2P/direct pointer", "via SHM"
+  if (auto p = s.find(" via "); p != std::string::npos && Contains(s, "Channel")) {
+    std::string via = Trim(s.substr(p + 5));
+    std::string kind;
+    if (StartsWith(via, "NET/")) {
+      auto parts = SplitList(via, '/');  // NET, IB, 3, GDRDMA
+      kind = "NET/" + (parts.size() > 1 ? parts[1] : "?");
+      if (Contains(via, "GDRDMA")) kind += "/GDRDMA";
+    } else {
+      kind = via;
+    }
+    auto& c = st.channels[kind];
+    if (c.first++ == 0) c.second = l.number;
+    return;
+  }
+  if (auto p = s.find("use ring PXN"); p != std::string::npos) {
+    if (auto g = s.find(" GDR "); g != std::string::npos)
+      if (auto v = Integer(Tokens(s.substr(g + 5)).empty() ? "" : Tokens(s.substr(g + 5))[0])) b.Add("gdr_enabled", *v != 0, "bool", l.number);
+    return;
+  }
+  if (Contains(s, "NVLS multicast support is available")) {
+    if (st.nvls_devices++ == 0) st.nvls_line = l.number;
+    return;
+  }
+  if (auto p = s.find(" nvls channels"); p != std::string::npos) {
+    auto before = Tokens(s.substr(0, p));
+    if (!before.empty())
+      if (auto v = Integer(before.back())) b.Add("nvls_channels", static_cast<double>(*v), "count", l.number);
+    return;
+  }
+  if (auto p = s.find(" nNodes "); p != std::string::npos) {
+    auto t = Tokens(s.substr(p + 8));
+    if (!t.empty())
+      if (auto v = Integer(t[0])) st.nodes = {*v, l.number};
+    if (auto q = s.find(" nRanks "); q != std::string::npos) {
+      auto r = Tokens(s.substr(q + 8));
+      if (!r.empty())
+        if (auto v = Integer(r[0])) st.ranks = {*v, l.number};
+    }
+    return;
+  }
+  // "NCCL WARN NET/IB : Got completion from peer 10.2.0.5<33092> with error 12, opcode 0, len"
+  if (auto p = s.find("NCCL WARN"); p != std::string::npos) {
+    const std::string msg = Trim(s.substr(p + 9));
+    if (auto e = msg.find("with error "); e != std::string::npos && Contains(msg, "completion")) {
+      auto t = Tokens(msg.substr(e + 11));
+      std::string code = t.empty() ? "" : t[0];
+      if (!code.empty() && code.back() == ',') code.pop_back();
+      Reading& r = b.Add("ib_completion_error", Number(code).value_or(-1), "code", l.number);
+      r.text = msg;
+      if (auto q = msg.find("from peer "); q != std::string::npos) r.context["peer"] = Tokens(msg.substr(q + 10))[0];
+      return;
+    }
+    b.AddState("nccl_warn", msg, l.number);
+  }
+}
+
+void FinishNcclLog(Builder& b, const NcclLogState& st) {
+  for (const auto& [kind, c] : st.channels) {
+    Reading& r = b.Add("channel_transport", c.first, "count", c.second);
+    r.text = kind;
+  }
+  if (st.nvls_devices > 0) b.Add("nvls_multicast_devices", st.nvls_devices, "count", st.nvls_line);
+  if (st.nodes) b.Add("nccl_nodes", static_cast<double>(st.nodes->first), "count", st.nodes->second);
+  if (st.ranks) b.Add("nccl_ranks", static_cast<double>(st.ranks->first), "count", st.ranks->second);
+  if (st.hosts.size() > 1) {
+    std::string list;
+    for (const auto& h : st.hosts) list += (list.empty() ? "" : ",") + h;
+    Reading& r = b.Add("log_hosts", static_cast<double>(st.hosts.size()), "count", 0);
+    r.context["hosts"] = list;
+  }
+}
+
+}  // namespace
+
+bool LooksLikeNcclDebug(const std::vector<Line>& lines) {
+  for (const auto& l : lines)
+    if (Contains(l.text, "NCCL INFO") || Contains(l.text, "NCCL WARN")) return true;
+  return false;
+}
+
+void ParseNcclDebug(const std::vector<Line>& lines, ToolOutput& out) {
+  Builder b(out);
+  out.tool = "nccl";
+  NcclLogState st;
+  for (const auto& l : lines)
+    if (Contains(l.text, "NCCL INFO") || Contains(l.text, "NCCL WARN")) NcclLogLine(l, b, st);
+  FinishNcclLog(b, st);
+}
+
+// ---- nccl-tests ----
+
+namespace {
+
+struct NcclRow {
+  int line = 0;
+  double bytes = 0, busbw_oop = 0, busbw_ip = 0, algbw_oop = 0, algbw_ip = 0;
+  std::string wrong_oop, wrong_ip;
+};
+
+// size count type [redop] [root] time algbw busbw #wrong time algbw busbw #wrong: read from the
+// right, since alltoall's empty redop and the old format's missing root shift the left columns.
+std::optional<NcclRow> ReadNcclRow(const std::vector<std::string>& tok, int line, std::string* why) {
+  if (tok.size() < 11) {
+    *why = "row has " + std::to_string(tok.size()) + " fields, a result row has 11 or more (cut short?)";
+    return std::nullopt;
+  }
+  const size_t n = tok.size();
+  auto num = [&](size_t i) { return Number(tok[i]); };
+  auto b = Integer(tok[0]), c = Integer(tok[1]);
+  auto t1 = num(n - 8), a1 = num(n - 7), bb1 = num(n - 6), t2 = num(n - 4), a2 = num(n - 3), bb2 = num(n - 2);
+  if (!b || !c || !t1 || !a1 || !bb1 || !t2 || !a2 || !bb2) {
+    *why = "a size, time or bandwidth field is not a number";
+    return std::nullopt;
+  }
+  NcclRow r;
+  r.line = line;
+  r.bytes = static_cast<double>(*b);
+  r.algbw_oop = *a1, r.busbw_oop = *bb1, r.algbw_ip = *a2, r.busbw_ip = *bb2;
+  r.wrong_oop = tok[n - 5], r.wrong_ip = tok[n - 1];
+  return r;
+}
+
+// all_reduce_perf -> all_reduce (from "Collective test starting: X", a command line or a path).
+std::string OpFromText(const std::string& s) {
+  for (const auto& t : Tokens(s)) {
+    auto p = t.find("_perf");
+    if (p == std::string::npos) continue;
+    std::string name = t.substr(0, p);
+    if (auto slash = name.find_last_of("/="); slash != std::string::npos) name = name.substr(slash + 1);
+    static const char* kOps[] = {"all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv", "broadcast", "reduce", "gather", "scatter", "hypercube"};
+    for (const char* op : kOps)
+      if (name == op) return name;
+  }
+  return "";
+}
+
+}  // namespace
+
+void ParseNcclTests(const std::vector<Line>& lines, ToolOutput& out) {
+  Builder b(out);
+  out.tool = "nccl-tests";
+  NcclLogState log;
+  std::string op, variant = "nccl-tests", gpu_name;
+  std::set<std::string> hosts;
+  long long max_rank = -1, slurm_ntasks = 0, ngpus = 0, rank_lines = 0;
+  bool old_format = false, in_table = false, summary_after_rows = false;
+  int header_line = 0;
+  std::vector<NcclRow> rows;
+  for (const auto& l : lines) {
+    if (Contains(l.text, "NCCL INFO") || Contains(l.text, "NCCL WARN")) {
+      NcclLogLine(l, b, log);
+      continue;
+    }
+    const std::string s = StripRankPrefix(l.text);
+    const std::string t = Trim(s);
+    if (op.empty()) op = OpFromText(t);
+    if (Contains(t, "rccl-tests") || Contains(t, "rcccl-tests")) variant = "rccl-tests";
+    if (StartsWith(t, "SLURM_NTASKS=")) slurm_ntasks = Integer(t.substr(13)).value_or(0);
+    if (IsNcclTestsHeader(s)) {
+      old_format = !Contains(t, "#wrong");
+      in_table = true;
+      header_line = l.number;
+      continue;
+    }
+    if (StartsWith(t, "#")) {
+      auto tok = Tokens(t.substr(1));
+      if (tok.size() >= 4 && tok[0] == "nThread")
+        for (size_t i = 0; i + 1 < tok.size(); ++i)
+          if (tok[i] == "nGpus") ngpus = Integer(tok[i + 1]).value_or(0);
+      if (tok.size() >= 6 && tok[0] == "Rank") {  // Rank 0 [Group 0] Pid N on HOST device D [bus] NAME
+        max_rank = std::max(max_rank, Integer(tok[1]).value_or(-1));
+        ++rank_lines;
+        for (size_t i = 0; i + 1 < tok.size(); ++i)
+          if (tok[i] == "on") hosts.insert(tok[i + 1]);
+        if (auto br = t.find(']'); br != std::string::npos && Trim(t.substr(br + 1)).size() > 0) gpu_name = Trim(t.substr(br + 1));
+      }
+      if (Contains(t, "Avg bus bandwidth")) {
+        auto v = Number(Trim(t.substr(t.find(':') + 1)));
+        if (v) b.Add("busbw_avg_gb_per_s", *v, "GB/s", l.number);
+        else b.Warn(l.number, "'Avg bus bandwidth' without a number");
+        if (!rows.empty()) summary_after_rows = true;
+      }
+      if (Contains(t, "Out of bounds values")) {
+        auto tok2 = Tokens(t.substr(t.find(':') + 1));
+        if (!tok2.empty())
+          if (auto v = Integer(tok2[0])) b.Add("out_of_bounds_values", static_cast<double>(*v), "count", l.number);
+        if (!rows.empty()) summary_after_rows = true;
+      }
+      continue;
+    }
+    if (!in_table || t.empty()) continue;
+    if (t == "..." || StartsWith(t, "...")) {
+      b.Warn(l.number, "'...': rows left out of this output (an excerpt); peak and average are of the rows shown");
+      continue;
+    }
+    auto tok = Tokens(t);
+    if (tok.empty() || !Integer(tok[0])) continue;  // a stray log line inside the table
+    std::string why;
+    auto row = ReadNcclRow(tok, l.number, &why);
+    if (!row) {
+      b.Warn(l.number, why + "; read " + std::to_string(rows.size()) + " row(s) up to it");
+      continue;
+    }
+    rows.push_back(*row);
+  }
+  if (header_line == 0) {
+    b.Warn(0, "'Avg bus bandwidth' without the results table: no per-size numbers");
+  } else if (rows.empty()) {
+    b.Warn(header_line, "results header but no result row after it (cut short?)");
+  } else if (!summary_after_rows) {
+    b.Warn(rows.back().line, "no 'Out of bounds values' / 'Avg bus bandwidth' line after the last row: the output may be cut short here");
+  }
+  // Per-size readings and the summary.
+  const NcclRow* peak = nullptr;
+  const NcclRow* largest = nullptr;
+  long long wrong = 0;
+  double max_err = 0;
+  bool have_wrong = false, have_err = false;
+  int first_wrong_line = 0;
+  for (const auto& r : rows) {
+    b.Add("busbw_gb_per_s", std::max(r.busbw_oop, r.busbw_ip), "GB/s", r.line).context["msg_bytes"] = Num(r.bytes);
+    if (!peak || std::max(r.busbw_oop, r.busbw_ip) > std::max(peak->busbw_oop, peak->busbw_ip)) peak = &r;
+    if (!largest || r.bytes >= largest->bytes) largest = &r;
+    for (const auto& w : {r.wrong_oop, r.wrong_ip}) {
+      if (old_format) {
+        if (auto v = Number(w)) max_err = std::max(max_err, *v), have_err = true;
+      } else if (auto v = Integer(w)) {
+        have_wrong = true;
+        if (*v != 0 && wrong == 0) first_wrong_line = r.line;
+        wrong += *v;
+      }
+    }
+  }
+  if (peak) {
+    Reading& p = b.Add("busbw_peak_gb_per_s", std::max(peak->busbw_oop, peak->busbw_ip), "GB/s", peak->line);
+    p.context["msg_bytes"] = Num(peak->bytes);
+    b.Add("algbw_peak_gb_per_s", std::max(peak->algbw_oop, peak->algbw_ip), "GB/s", peak->line).context["msg_bytes"] = Num(peak->bytes);
+    Reading& m = b.Add("busbw_at_max_msg_gb_per_s", std::max(largest->busbw_oop, largest->busbw_ip), "GB/s", largest->line);
+    m.context["msg_bytes"] = Num(largest->bytes);
+    b.Add("msg_bytes_max", largest->bytes, "bytes", largest->line);
+  }
+  if (have_wrong) b.Add("wrong_total", static_cast<double>(wrong), "count", first_wrong_line ? first_wrong_line : header_line);
+  if (have_err) b.Add("validation_error_max", max_err, "abs", header_line);
+  FinishNcclLog(b, log);
+  // Context every reading of this run shares.
+  long long ranks = max_rank >= 0 ? max_rank + 1 : 0;
+  if (log.ranks) ranks = log.ranks->first;
+  if (ranks == 0 && slurm_ntasks > 0) ranks = slurm_ntasks;
+  ranks = std::max(ranks, ngpus);
+  // The hosts of the "# Rank" lines are the nodes only when every rank has its line (excerpts leave some out).
+  long long nodes = log.nodes ? log.nodes->first : 0;
+  if (nodes == 0 && rank_lines > 0 && rank_lines == ranks) nodes = static_cast<long long>(hosts.size());
+  if (nodes == 0 && ngpus > 0 && ranks == ngpus) nodes = 1;  // one process drives every rank
+  const long long nodes_seen = std::max<long long>(static_cast<long long>(hosts.size()), static_cast<long long>(log.hosts.size()));
+  for (auto& r : out.readings) {
+    r.tool = op.empty() ? variant : op + "_perf";
+    r.context["op"] = op.empty() ? "unknown" : op;
+    r.context["variant"] = variant;
+    if (ranks > 0) r.context["ranks"] = std::to_string(ranks);
+    if (nodes > 0) r.context["nodes"] = std::to_string(nodes);
+    else if (nodes_seen > 1) r.context["nodes_at_least"] = std::to_string(nodes_seen);
+    if (ngpus > 0) r.context["gpus_per_process"] = std::to_string(ngpus);
+    if (!gpu_name.empty()) r.context["gpu_name"] = gpu_name;
+    r.context["format"] = old_format ? "old (error column)" : "current (#wrong column)";
+  }
+  out.tool = op.empty() ? variant : op + "_perf";
+}
+
+// ---- perftest ----
+
+namespace {
+
+// The program from its banner line.
+std::string PerftestTool(const std::string& banner) {
+  const bool lat = Contains(banner, "Latency Test");
+  if (Contains(banner, "RDMA_Write")) return lat ? "ib_write_lat" : "ib_write_bw";
+  if (Contains(banner, "RDMA_Read")) return lat ? "ib_read_lat" : "ib_read_bw";
+  if (Contains(banner, "Send")) return lat ? "ib_send_lat" : "ib_send_bw";
+  if (Contains(banner, "Atomic")) return lat ? "ib_atomic_lat" : "ib_atomic_bw";
+  return lat ? "perftest latency" : "perftest bandwidth";
+}
+
+bool IsPerftestBanner(const std::string& t) {
+  return (Contains(t, " BW Test") || Contains(t, " Latency Test")) &&
+         (Contains(t, "RDMA_") || Contains(t, "Send") || Contains(t, "Atomic"));
+}
+
+// Segments split at runs of 2+ blanks; "key : value" inside one, or "key" then ": value".
+void ReadPerftestPairs(const std::string& t, std::map<std::string, std::string>& params) {
+  std::vector<std::string> seg;
+  size_t i = 0;
+  while (i < t.size()) {
+    size_t j = i;
+    while (j < t.size()) {
+      if (std::isspace(static_cast<unsigned char>(t[j])) && j + 1 < t.size() && std::isspace(static_cast<unsigned char>(t[j + 1]))) break;
+      if (t[j] == '\t') break;
+      ++j;
+    }
+    if (j > i) seg.push_back(Trim(t.substr(i, j - i)));
+    while (j < t.size() && std::isspace(static_cast<unsigned char>(t[j]))) ++j;
+    i = j;
+  }
+  for (size_t k = 0; k < seg.size(); ++k) {
+    if (seg[k].empty() || seg[k][0] == ':') continue;
+    auto c = seg[k].find(':');
+    std::string key, value;
+    if (c != std::string::npos) {
+      key = Trim(seg[k].substr(0, c));
+      value = Trim(seg[k].substr(c + 1));
+    } else if (k + 1 < seg.size() && !seg[k + 1].empty() && seg[k + 1][0] == ':') {
+      key = seg[k];
+      value = Trim(seg[k + 1].substr(1));
+      ++k;
+    }
+    if (!key.empty() && key.size() < 24) params[key] = value;
+  }
+}
+
+}  // namespace
+
+bool LooksLikePerftest(const std::vector<Line>& lines) {
+  for (const auto& l : lines) {
+    const std::string t = Trim(l.text);
+    if (IsPerftestBanner(t)) return true;
+    if (StartsWith(t, "#bytes") && (Contains(t, "BW peak[") || Contains(t, "t_min[usec]"))) return true;
+  }
+  return false;
+}
+
+void ParsePerftest(const std::vector<Line>& lines, ToolOutput& out) {
+  Builder b(out);
+  std::map<std::string, std::string> params;  // Device, Link type, Mtu, Number of qps, ...
+  std::vector<std::string> header;            // tokens of the last "#bytes ..." line
+  int header_line = 0;
+  bool gbits = true, latency = false;
+  std::set<std::string> seen_rows;
+  struct BwRow { int line; double bytes, peak, avg; };
+  std::vector<BwRow> bw_rows;
+  bool rows_after_header = false;
+  for (const auto& l : lines) {
+    const std::string t = Trim(l.text);
+    if (IsPerftestBanner(t)) {
+      if (out.tool.empty()) out.tool = PerftestTool(t);
+      continue;
+    }
+    // "Dual-port       : OFF\t\tDevice         : mlx5_5" (two pairs on one line)
+    if (!StartsWith(t, "#") && Contains(t, ":") && !std::isdigit(static_cast<unsigned char>(t.empty() ? ' ' : t[0]))) {
+      ReadPerftestPairs(t, params);
+      continue;
+    }
+    if (Contains(t, "Conflicting CPU frequency values detected")) {
+      Reading& r = b.AddState("cpu_frequency_not_max", t, l.number);
+      r.context["note"] = "perftest measured with a CPU clock below its maximum (governor / power saving)";
+      continue;
+    }
+    if (StartsWith(t, "#bytes")) {
+      header = Tokens(t);
+      header_line = l.number;
+      gbits = Contains(t, "Gb/sec");
+      latency = Contains(t, "t_min[usec]") || Contains(t, "t_typical");
+      rows_after_header = false;
+      continue;
+    }
+    if (header.empty()) continue;
+    auto tok = Tokens(t);
+    if (tok.empty() || !Integer(tok[0])) continue;
+    if (tok.size() < (latency ? 5u : 4u)) {
+      b.Warn(l.number, "result row has " + std::to_string(tok.size()) + " fields (cut short?); read " + std::to_string(bw_rows.size()) + " row(s) up to it");
+      continue;
+    }
+    rows_after_header = true;
+    if (!seen_rows.insert(t).second) continue;  // the server and the client print the same row
+    if (latency) {
+      for (size_t i = 2; i < tok.size() && i < header.size(); ++i) {
+        std::string h = header[i];
+        auto v = Number(tok[i]);
+        if (!v) {
+          b.Warn(l.number, "latency field '" + tok[i] + "' under '" + h + "' is not a number");
+          continue;
+        }
+        std::string name = h.substr(0, h.find('['));
+        if (name == "t_min") name = "lat_min_us";
+        else if (name == "t_max") name = "lat_max_us";
+        else if (name == "t_typical") name = "lat_typical_us";
+        else if (name == "t_avg") name = "lat_avg_us";
+        else if (name == "t_stdev") name = "lat_stdev_us";
+        else if (name == "99%") name = "lat_p99_us";
+        else if (name == "99.9%") name = "lat_p999_us";
+        else continue;
+        b.Add(name, *v, "us", l.number).context["msg_bytes"] = tok[0];
+      }
+      continue;
+    }
+    auto peak = Number(tok[2]), avg = Number(tok[3]);
+    if (!peak || !avg) {
+      b.Warn(l.number, "bandwidth fields '" + tok[2] + "', '" + tok[3] + "' are not numbers");
+      continue;
+    }
+    // perftest: Gb/sec = bytes/s / 1.25e8; MB/sec = bytes/s / 2^20 (format_factor in perftest_parameters.c).
+    const double k = gbits ? 1.0 : 1048576.0 * 8 / 1e9;
+    bw_rows.push_back({l.number, static_cast<double>(*Integer(tok[0])), *peak * k, *avg * k});
+  }
+  if (out.tool.empty()) out.tool = latency ? "perftest latency" : "perftest bandwidth";
+  for (auto& r : out.readings) r.tool = out.tool;
+  for (const auto& r : bw_rows) b.Add("row_bw_avg_gbit_per_s", r.avg, "Gb/s", r.line).context["msg_bytes"] = Num(r.bytes);
+  if (!bw_rows.empty()) {
+    const BwRow* big = &bw_rows.front();
+    for (const auto& r : bw_rows)
+      if (r.bytes > big->bytes) big = &r;
+    b.Add("bw_avg_gbit_per_s", big->avg, "Gb/s", big->line).context["msg_bytes"] = Num(big->bytes);
+    b.Add("bw_peak_gbit_per_s", big->peak, "Gb/s", big->line).context["msg_bytes"] = Num(big->bytes);
+    double best = 0;
+    int best_line = 0;
+    for (const auto& r : bw_rows)
+      if (r.avg > best) best = r.avg, best_line = r.line;
+    b.Add("bw_avg_max_gbit_per_s", best, "Gb/s", best_line);
+  }
+  if (header_line > 0 && !rows_after_header)
+    b.Warn(header_line, "results header but no result row after it: the output stops here (cut short?); read the parameters only");
+  if (header_line == 0) b.Warn(0, "perftest banner without a results header (#bytes ...): the run did not finish");
+  if (params.count("Mtu"))
+    if (auto v = Number(params["Mtu"].substr(0, params["Mtu"].find('[')))) b.Add("mtu_bytes", *v, "bytes", header_line);
+  for (auto& r : out.readings) {
+    r.tool = out.tool;
+    for (const char* k : {"Device", "Link type", "Number of qps", "GID index", "Connection type"})
+      if (params.count(k)) {
+        std::string key = Lower(k);
+        std::replace(key.begin(), key.end(), ' ', '_');
+        r.context[key == "number_of_qps" ? "qps" : key] = params[k];
+      }
+    if (!latency) r.context["reported_unit"] = gbits ? "Gb/sec" : "MB/sec";
+  }
+}
+
+// ---- a Markdown table of perftest results ----
+
+bool LooksLikePerftestTable(const std::vector<Line>& lines) {
+  for (const auto& l : lines)
+    if (StartsWith(Trim(l.text), "|") && Contains(l.text, "ib_") && (Contains(l.text, "(Gbps)") || Contains(l.text, "(MB/s)"))) return true;
+  return false;
+}
+
+void ParsePerftestTable(const std::vector<Line>& lines, ToolOutput& out) {
+  Builder b(out);
+  out.tool = "perftest (table)";
+  std::vector<std::string> header;
+  bool bidirectional = true;  // the first table of the fixture's layout is -b; "w/o -b" marks the next
+  struct Best { double v = -1; int line = 0; double bytes = 0; };
+  std::map<std::string, Best> best;
+  bool line_rate_read = false;
+  auto flush = [&]() {
+    for (const auto& [tool, bb] : best) {
+      if (bb.v < 0) continue;
+      Reading& r = b.Add(bidirectional ? "bw_avg_max_bidir_gbit_per_s" : "bw_avg_gbit_per_s", bb.v, "Gb/s", bb.line);
+      r.tool = tool;
+      r.context["direction"] = bidirectional ? "bidirectional (-b)" : "unidirectional";
+      if (bb.bytes > 0) r.context["msg_bytes"] = Num(bb.bytes);
+    }
+    best.clear();
+  };
+  for (const auto& l : lines) {
+    const std::string t = Trim(l.text);
+    if (Contains(t, "w/o -b")) {
+      flush();
+      bidirectional = false;
+      header.clear();
+      continue;
+    }
+    if (!StartsWith(t, "|")) continue;
+    auto cells = SplitList(t.substr(1, t.size() >= 2 && t.back() == '|' ? t.size() - 2 : std::string::npos), '|');
+    for (auto& c : cells) c = Trim(c);
+    if (!cells.empty() && StartsWith(cells[0], "---")) continue;
+    if (header.empty() || Contains(t, "(Gbps)")) {
+      header = cells;
+      continue;
+    }
+    if (cells.size() != header.size()) {
+      b.Warn(l.number, "table row has " + std::to_string(cells.size()) + " cells, the header " + std::to_string(header.size()));
+      continue;
+    }
+    double bytes = 0;
+    for (size_t i = 0; i < cells.size(); ++i) {
+      const std::string& h = header[i];
+      auto v = Number(cells[i]);
+      if (!v) {
+        b.Warn(l.number, "cell '" + cells[i] + "' under '" + h + "' is not a number");
+        continue;
+      }
+      if (StartsWith(h, "Data Size")) {
+        bytes = *v;
+      } else if (StartsWith(h, "Peak")) {
+        if (!line_rate_read) b.Add("line_rate_gbit_per_s", *v, "Gb/s", l.number), line_rate_read = true;
+      } else if (Contains(h, "(Gbps)")) {
+        const std::string tool = Trim(h.substr(0, h.find('(')));
+        Best& bb = best[tool];
+        if (*v > bb.v) bb = {*v, l.number, bytes};
+      }
+    }
+  }
+  flush();
+}
+
+}  // namespace gpuplan::toolout

@@ -1,0 +1,457 @@
+// nvidia-smi: topo -m, topo -p2p, the default table, -q (-d CLOCK,PERFORMANCE,PCIE,ECC,...), nvlink -s
+// (docs/checks.md "Reading outputs"; the topo legend: ../shared/reference/launch-serving-checks.md §3.5).
+#include <algorithm>
+#include <set>
+
+#include "toolout_internal.h"
+
+namespace gpuplan::toolout {
+
+namespace {
+
+bool IsDeviceName(const std::string& t) {
+  auto numbered = [&](const char* p) {
+    const size_t n = std::char_traits<char>::length(p);
+    return t.size() > n && StartsWith(t, p) && std::all_of(t.begin() + static_cast<long>(n), t.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+  };
+  return numbered("GPU") || numbered("NIC") || numbered("mlx5_") || numbered("CPU");
+}
+
+bool IsTopoCode(const std::string& v) {
+  static const std::set<std::string> kCodes = {"X", "PIX", "PXB", "PHB", "NODE", "SYS", "PSB", "SOC"};
+  if (kCodes.count(v)) return true;
+  return v.size() > 2 && StartsWith(v, "NV") && std::all_of(v.begin() + 2, v.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+}
+
+bool IsP2pCode(const std::string& v) {
+  static const std::set<std::string> kCodes = {"X", "OK", "CNS", "GNS", "TNS", "NS", "U"};
+  return kCodes.count(v) > 0;
+}
+
+struct Matrix {
+  int header_line = 0;
+  std::vector<std::string> columns;  // device columns (GPU0.., NIC0.., mlx5_0..)
+  bool abbreviated = false;          // "..." in the header
+  struct Row {
+    int line;
+    std::string name;
+    std::vector<std::string> cells;
+    std::vector<std::string> rest;   // CPU affinity, NUMA affinity, ...
+  };
+  std::vector<Row> rows;
+  int legend_line = 0;
+  std::map<std::string, std::string> nic_names;  // NIC0 -> mlx5_0 (NIC Legend)
+};
+
+Matrix ReadMatrix(const std::vector<Line>& lines) {
+  Matrix m;
+  for (const auto& l : lines) {
+    const std::string t = Trim(l.text);
+    auto tok = Tokens(t);
+    if (tok.empty()) continue;
+    if (StartsWith(t, "Legend") || StartsWith(t, "NIC Legend")) {
+      if (!m.legend_line) m.legend_line = l.number;
+      continue;
+    }
+    if (m.legend_line) {  // "  NIC0: mlx5_0"
+      if (tok.size() == 2 && tok[0].back() == ':' && IsDeviceName(tok[0].substr(0, tok[0].size() - 1))) m.nic_names[tok[0].substr(0, tok[0].size() - 1)] = tok[1];
+      continue;
+    }
+    if (m.columns.empty()) {
+      if (tok[0] != "GPU0") continue;
+      for (const auto& c : tok) {
+        if (c == "...") {
+          m.abbreviated = true;
+          break;
+        }
+        if (!IsDeviceName(c)) break;
+        m.columns.push_back(c);
+      }
+      m.header_line = l.number;
+      continue;
+    }
+    if (!IsDeviceName(tok[0])) continue;
+    Matrix::Row r{l.number, tok[0], {}, {}};
+    for (size_t i = 1; i < tok.size(); ++i) {
+      if (r.cells.size() < m.columns.size() && tok[i] != "...") r.cells.push_back(tok[i]);
+      else if (tok[i] != "...") r.rest.push_back(tok[i]);
+    }
+    m.rows.push_back(r);
+  }
+  return m;
+}
+
+int NvCount(const std::string& v) { return StartsWith(v, "NV") && v.size() > 2 && std::isdigit(static_cast<unsigned char>(v[2])) ? std::stoi(v.substr(2)) : 0; }
+
+// PIX < PXB < PHB < NODE < SYS: how far a NIC is from a GPU (§3.5).
+int Distance(const std::string& v) {
+  static const char* kOrder[] = {"X", "PIX", "PSB", "PXB", "PHB", "NODE", "SOC", "SYS"};
+  for (int i = 0; i < 8; ++i)
+    if (v == kOrder[i]) return i;
+  return NvCount(v) > 0 ? 0 : 99;
+}
+
+}  // namespace
+
+bool LooksLikeTopo(const std::vector<Line>& lines, bool* p2p) {
+  const Matrix m = ReadMatrix(lines);
+  if (m.columns.empty() || m.rows.empty()) return false;
+  int topo = 0, p2pc = 0;
+  for (const auto& r : m.rows)
+    for (const auto& c : r.cells) topo += IsTopoCode(c) && c != "X", p2pc += IsP2pCode(c) && c != "X";
+  *p2p = p2pc > topo;
+  return topo + p2pc > 0;
+}
+
+void ParseTopo(const std::vector<Line>& lines, ToolOutput& out) {
+  Builder b(out);
+  out.tool = "nvidia-smi topo -m";
+  const Matrix m = ReadMatrix(lines);
+  std::vector<std::string> gpu_cols, nic_cols;
+  for (const auto& c : m.columns) (StartsWith(c, "GPU") ? gpu_cols : nic_cols).push_back(c);
+  if (m.abbreviated) b.Warn(m.header_line, "'...' in the header: columns left out of this output (abbreviated); read the columns shown");
+  std::map<std::string, int> pair_types;
+  int nv_pairs = 0, pairs = 0, nv_max = 0, nv_min = 0, gpu_rows = 0, last_row_line = m.header_line;
+  std::set<std::string> numa;
+  std::map<std::string, std::pair<int, std::string>> first_line_of_type;
+  for (const auto& r : m.rows) {
+    last_row_line = r.line;
+    for (const auto& c : r.cells)
+      if (!IsTopoCode(c)) b.Warn(r.line, r.name + ": '" + c + "' is not a topo -m code (X, NV#, PIX, PXB, PHB, NODE, SYS)");
+    if (r.cells.size() < m.columns.size() && !m.abbreviated)
+      b.Warn(r.line, r.name + ": " + std::to_string(r.cells.size()) + " cells for " + std::to_string(m.columns.size()) + " columns (cut short?)");
+    if (!StartsWith(r.name, "GPU")) continue;
+    ++gpu_rows;
+    const int gi = std::stoi(r.name.substr(3));
+    if (r.rest.size() >= 2 && r.rest[1] != "N/A") numa.insert(r.rest[1]);
+    int best_nic = 99;
+    std::string best_nic_name, best_code;
+    for (size_t j = 0; j < r.cells.size() && j < m.columns.size(); ++j) {
+      const std::string& col = m.columns[j];
+      const std::string& v = r.cells[j];
+      if (StartsWith(col, "GPU")) {
+        if (std::stoi(col.substr(3)) <= gi) continue;  // each pair once (upper triangle)
+        ++pairs;
+        ++pair_types[v];
+        if (!first_line_of_type.count(v)) first_line_of_type[v] = {r.line, r.name + "-" + col};
+        if (int nv = NvCount(v)) {
+          ++nv_pairs;
+          nv_max = std::max(nv_max, nv);
+          nv_min = nv_min == 0 ? nv : std::min(nv_min, nv);
+        }
+      } else if (Distance(v) < best_nic) {
+        best_nic = Distance(v), best_nic_name = col, best_code = v;
+      }
+    }
+    if (!nic_cols.empty() && !best_code.empty()) {
+      Reading& a = b.AddState("gpu_nic_affinity", best_code, r.line);
+      a.context["gpu"] = std::to_string(gi);
+      a.context["nic"] = m.nic_names.count(best_nic_name) ? m.nic_names.at(best_nic_name) : best_nic_name;
+    }
+  }
+  b.Add("gpu_count", static_cast<double>(gpu_cols.size()), "count", m.header_line);
+  if (!nic_cols.empty()) b.Add("nic_count", static_cast<double>(nic_cols.size()), "count", m.header_line);
+  Reading& nv = b.Add("nvlink_count", nv_max, "links", nv_max > 0 ? first_line_of_type["NV" + std::to_string(nv_max)].first : m.header_line);
+  nv.context["pairs"] = std::to_string(pairs);
+  nv.context["nvlink_pairs"] = std::to_string(nv_pairs);
+  if (nv_pairs > 0 && nv_min != nv_max) nv.context["nvlink_min"] = std::to_string(nv_min);
+  b.Add("gpu_pairs_without_nvlink", pairs - nv_pairs, "count", m.header_line).context["pairs"] = std::to_string(pairs);
+  for (const auto& [type, n] : pair_types) {
+    Reading& r = b.Add("gpu_pair_link", n, "pairs", first_line_of_type[type].first);
+    r.text = type;
+    r.context["first_pair"] = first_line_of_type[type].second;
+  }
+  if (!numa.empty()) b.Add("numa_nodes", static_cast<double>(numa.size()), "count", m.header_line);
+  if (gpu_rows < static_cast<int>(gpu_cols.size()))
+    b.Warn(last_row_line, "the header names " + std::to_string(gpu_cols.size()) + " GPUs but only " + std::to_string(gpu_rows) +
+                              " GPU rows follow: the output stops after this line (cut short); pairs read from the rows shown");
+}
+
+void ParseP2p(const std::vector<Line>& lines, ToolOutput& out) {
+  Builder b(out);
+  out.tool = "nvidia-smi topo -p2p";
+  for (const auto& l : lines)
+    if (auto p = l.text.find("-p2p"); p != std::string::npos) {
+      auto tok = Tokens(l.text.substr(p + 4));
+      if (!tok.empty()) out.tool += " " + tok[0];
+    }
+  const Matrix m = ReadMatrix(lines);
+  int ok = 0, not_ok = 0, first_bad = 0;
+  std::map<std::string, int> codes;
+  for (const auto& r : m.rows) {
+    const int gi = std::stoi(r.name.substr(3));
+    for (size_t j = 0; j < r.cells.size() && j < m.columns.size(); ++j) {
+      const std::string& v = r.cells[j];
+      if (!IsP2pCode(v)) {
+        b.Warn(r.line, r.name + ": '" + v + "' is not a topo -p2p code (X, OK, CNS, GNS, TNS, NS, U)");
+        continue;
+      }
+      if (std::stoi(m.columns[j].substr(3)) <= gi) continue;
+      if (v == "OK") ++ok;
+      else ++not_ok, ++codes[v], first_bad = first_bad ? first_bad : r.line;
+    }
+  }
+  b.Add("gpu_count", static_cast<double>(m.columns.size()), "count", m.header_line);
+  b.Add("p2p_pairs_ok", ok, "pairs", m.header_line);
+  Reading& bad = b.Add("p2p_pairs_not_ok", not_ok, "pairs", first_bad ? first_bad : m.header_line);
+  for (const auto& [c, n] : codes) bad.text += (bad.text.empty() ? "" : ", ") + c + " x" + std::to_string(n);
+  if (static_cast<int>(m.rows.size()) < static_cast<int>(m.columns.size()))
+    b.Warn(m.rows.empty() ? m.header_line : m.rows.back().line, "fewer rows than GPU columns: cut short after this line");
+}
+
+// ---- the default nvidia-smi table ----
+
+bool LooksLikeNvidiaSmiTable(const std::vector<Line>& lines) {
+  for (const auto& l : lines)
+    if (Contains(l.text, "NVIDIA-SMI") && Contains(l.text, "Driver Version")) return true;
+  return false;
+}
+
+void ParseNvidiaSmiTable(const std::vector<Line>& lines, ToolOutput& out) {
+  Builder b(out);
+  out.tool = "nvidia-smi";
+  std::string driver, cuda;
+  int gpus = 0, first_gpu_line = 0;
+  bool processes = false;
+  std::map<std::string, std::string> current;  // index, name, bus_id of the GPU whose second line comes next
+  int pending_line = 0;
+  for (const auto& l : lines) {
+    const std::string t = Trim(l.text);
+    if (auto p = t.find("Driver Version:"); p != std::string::npos) {
+      driver = Tokens(t.substr(p + 15)).empty() ? "" : Tokens(t.substr(p + 15))[0];
+      if (auto q = t.find("CUDA Version:"); q != std::string::npos) cuda = Tokens(t.substr(q + 13)).empty() ? "" : Tokens(t.substr(q + 13))[0];
+      continue;
+    }
+    if (Contains(t, "Processes:")) processes = true;
+    if (processes || !StartsWith(t, "|")) continue;
+    auto cells = SplitList(t.substr(1), '|');
+    if (cells.size() < 3) continue;
+    auto c0 = Tokens(cells[0]);
+    if (c0.size() >= 2 && Integer(c0[0]) && !Contains(cells[0], "GPU  Name")) {
+      current.clear();
+      current["gpu"] = c0[0];
+      std::string name;
+      for (size_t i = 1; i + 1 < c0.size(); ++i) name += (name.empty() ? "" : " ") + c0[i];
+      current["gpu_name"] = name;
+      auto c1 = Tokens(cells[1]);
+      if (!c1.empty()) current["bus_id"] = c1[0];
+      auto c2 = Tokens(cells[2]);
+      if (!c2.empty())
+        if (auto v = Number(c2[0])) b.Add("ecc_uncorrectable_volatile", *v, "count", l.number).context = current;
+      if (gpus++ == 0) first_gpu_line = l.number;
+      pending_line = l.number;
+      continue;
+    }
+    if (pending_line && c0.size() >= 3 && (StartsWith(c0[1], "") && c0[1].back() == 'C')) {  // "N/A 32C P0 69W / 300W"
+      auto add = [&](const std::string& m, double v, const std::string& u) { b.Add(m, v, u, l.number).context = current; };
+      if (auto v = Number(c0[1].substr(0, c0[1].size() - 1))) add("temperature_c", *v, "C");
+      b.AddState("perf_state", c0[2], l.number).context = current;
+      for (size_t i = 3; i < c0.size(); ++i) {
+        if (c0[i].back() != 'W') continue;
+        auto v = Number(c0[i].substr(0, c0[i].size() - 1));
+        if (!v) continue;
+        const bool cap = i > 3 && c0[i - 1] == "/";
+        add(cap ? "power_cap_w" : "power_w", *v, "W");
+      }
+      auto c1 = Tokens(cells[1]);  // "437MiB / 81920MiB"
+      if (c1.size() >= 3 && c1[0].size() > 3 && c1[2].size() > 3) {
+        if (auto v = Number(c1[0].substr(0, c1[0].size() - 3))) add("memory_used_mib", *v, "MiB");
+        if (auto v = Number(c1[2].substr(0, c1[2].size() - 3))) add("memory_total_mib", *v, "MiB");
+      }
+      auto c2 = Tokens(cells[2]);  // "100% Default"
+      if (!c2.empty() && c2[0].back() == '%')
+        if (auto v = Number(c2[0].substr(0, c2[0].size() - 1))) add("gpu_util_pct", *v, "%");
+      pending_line = 0;
+    }
+  }
+  if (!driver.empty()) b.AddState("driver_version", driver, 0);
+  if (!cuda.empty()) b.AddState("cuda_version", cuda, 0);
+  b.Add("gpu_count", gpus, "count", first_gpu_line);
+  if (pending_line) b.Warn(pending_line, "GPU row without its second line (temperature, power, memory): cut short after it");
+}
+
+// ---- nvidia-smi -q ----
+
+bool LooksLikeNvidiaSmiQuery(const std::vector<Line>& lines) {
+  int kv = 0;
+  for (const auto& l : lines) {
+    const std::string t = Trim(l.text);
+    if (Contains(t, "NVSMI LOG") || StartsWith(t, "Clocks Throttle Reasons") || StartsWith(t, "Clocks Event Reasons") ||
+        t == "Link Width" || t == "PCIe Generation" || StartsWith(t, "Retired Pages") || StartsWith(t, "ECC Errors"))
+      return true;
+    kv += Contains(t, " : ");
+  }
+  return false;
+}
+
+namespace {
+
+int Indent(const std::string& s) {
+  int n = 0;
+  for (char c : s) {
+    if (c == ' ') ++n;
+    else if (c == '\t') n += 4;
+    else break;
+  }
+  return n;
+}
+
+bool IsThermalOrHw(const std::string& reason) {
+  return reason == "HW Slowdown" || reason == "HW Thermal Slowdown" || reason == "HW Power Brake Slowdown" || reason == "SW Thermal Slowdown";
+}
+
+}  // namespace
+
+void ParseNvidiaSmiQuery(const std::vector<Line>& lines, ToolOutput& out) {
+  Builder b(out);
+  out.tool = "nvidia-smi -q";
+  std::vector<std::pair<int, std::string>> stack;  // (indent, section)
+  std::string gpu;
+  struct Throttle { int line = 0; std::vector<std::string> active; int hw = 0; bool idle = false; };
+  std::map<std::string, Throttle> throttle;  // per GPU
+  double ecc_total = -1;
+  int ecc_line = 0;
+  auto path_has = [&](const char* s) {
+    for (const auto& [i, name] : stack)
+      if (name == s) return true;
+    return false;
+  };
+  for (const auto& l : lines) {
+    const std::string t = Trim(l.text);
+    if (t.empty() || StartsWith(t, "$") || StartsWith(t, "=")) continue;
+    const int ind = Indent(l.text);
+    while (!stack.empty() && stack.back().first >= ind) stack.pop_back();
+    auto colon = t.find(" : ");
+    if (colon == std::string::npos && t.back() != ':') {
+      if (StartsWith(t, "GPU ") && ind == 0) {
+        gpu = Trim(t.substr(4));
+        stack.clear();
+        continue;
+      }
+      stack.push_back({ind, t});
+      continue;
+    }
+    const std::string key = Trim(t.substr(0, colon == std::string::npos ? t.size() - 1 : colon));
+    const std::string value = colon == std::string::npos ? "" : Trim(t.substr(colon + 3));
+    const std::string parent = stack.empty() ? "" : stack.back().second;
+    auto ctx = [&](Reading& r) -> Reading& {
+      if (!gpu.empty()) r.context["gpu"] = gpu;
+      return r;
+    };
+    auto mhz = [&](const std::string& metric) {
+      if (auto v = Number(Tokens(value).empty() ? "" : Tokens(value)[0])) ctx(b.Add(metric, *v, "MHz", l.number));
+    };
+    if (ind > 0 && stack.empty() && gpu.empty() && (key == "Current" || key == "Max")) {
+      b.Warn(l.number, "'" + key + " : " + value + "' without its section (the output starts mid-record): not read");
+      continue;
+    }
+    if (key == "Attached GPUs") {
+      if (auto v = Number(value)) b.Add("gpu_count", *v, "count", l.number);
+    } else if (key == "Driver Version") {
+      b.AddState("driver_version", value, l.number);
+    } else if (key == "Performance State") {
+      ctx(b.AddState("perf_state", value, l.number));
+    } else if (parent == "Clocks" && (key == "Graphics" || key == "SM" || key == "Memory")) {
+      mhz("clock_" + Lower(key) + "_mhz");
+    } else if (parent == "Max Clocks" && (key == "Graphics" || key == "SM" || key == "Memory")) {
+      mhz("clock_" + Lower(key) + "_max_mhz");
+    } else if (parent == "Applications Clocks" && (key == "Graphics" || key == "Memory")) {
+      mhz("clock_app_" + Lower(key) + "_mhz");
+    } else if (parent == "SM Clock Samples" && key == "Avg") {
+      mhz("clock_sm_avg_mhz");
+    } else if (path_has("Clocks Throttle Reasons") || path_has("Clocks Event Reasons")) {
+      Throttle& th = throttle[gpu];
+      if (!th.line) th.line = l.number;
+      if (value == "Active") {
+        if (key == "Idle") th.idle = true;
+        else if (key != "Applications Clocks Setting" && key != "Display Clock Setting") th.active.push_back(key);
+        if (IsThermalOrHw(key)) ++th.hw;
+      }
+    } else if (parent == "Link Width" && (key == "Current" || key == "Max")) {
+      if (auto v = Number(value.substr(0, value.find('x')))) ctx(b.Add(key == "Max" ? "pcie_width_max" : "pcie_width", *v, "lanes", l.number));
+    } else if (parent == "PCIe Generation" && (key == "Current" || key == "Max")) {
+      if (auto v = Number(value)) ctx(b.Add(key == "Max" ? "pcie_gen_max" : "pcie_gen", *v, "gen", l.number));
+    } else if (path_has("ECC Errors") && (key == "Total" || Contains(key, "Uncorrectable")) && (path_has("Double Bit") || Contains(key, "Uncorrectable"))) {
+      if (auto v = Number(value)) ecc_total = std::max(0.0, ecc_total) + *v, ecc_line = ecc_line ? ecc_line : l.number;
+    } else if (path_has("Retired Pages") && (Contains(key, "Single Bit") || Contains(key, "Double Bit") || key == "Pending" || Contains(key, "Pending Page"))) {
+      const std::string v = Tokens(value).empty() ? value : Tokens(value)[0];
+      if (key == "Pending" || Contains(key, "Pending")) ctx(b.Add("retired_pages_pending", v == "Yes", "bool", l.number));
+      else if (auto n = Number(v)) ctx(b.Add(Contains(key, "Single") ? "retired_pages_sbe" : "retired_pages_dbe", *n, "count", l.number));
+    } else if (path_has("Remapped Rows") && (key == "Pending" || Contains(key, "Uncorrectable"))) {
+      if (key == "Pending") ctx(b.Add("remapped_rows_pending", value == "Yes", "bool", l.number));
+      else if (auto n = Number(value)) ctx(b.Add("remapped_rows_uncorrectable", *n, "count", l.number));
+    } else if (key == "GPU Current Temp") {
+      if (auto v = Number(Tokens(value).empty() ? "" : Tokens(value)[0])) ctx(b.Add("temperature_c", *v, "C", l.number));
+    } else if (parent == "FB Memory Usage" && key == "Total") {
+      if (auto v = Number(Tokens(value).empty() ? "" : Tokens(value)[0])) ctx(b.Add("memory_total_mib", *v, "MiB", l.number));
+    }
+  }
+  for (const auto& [g, th] : throttle) {
+    std::string names;
+    for (const auto& n : th.active) names += (names.empty() ? "" : ", ") + n;
+    Reading& r = b.Add("throttle_reasons_active", static_cast<double>(th.active.size()), "count", th.line);
+    r.text = names.empty() ? "none" : names;
+    if (!g.empty()) r.context["gpu"] = g;
+    if (th.idle) r.context["idle"] = "Active (no work running: clocks are low by design; measure under load)";
+    Reading& h = b.Add("throttle_thermal_or_hw_active", th.hw, "count", th.line);
+    if (!g.empty()) h.context["gpu"] = g;
+  }
+  if (ecc_total >= 0) b.Add("ecc_uncorrectable", ecc_total, "count", ecc_line);
+}
+
+// ---- nvidia-smi nvlink -s ----
+
+bool LooksLikeNvlinkStatus(const std::vector<Line>& lines) {
+  bool gpu = false;
+  for (const auto& l : lines) {
+    const std::string t = Trim(l.text);
+    if (StartsWith(t, "GPU ") && Contains(t, "(UUID:")) gpu = true;
+    if (gpu && StartsWith(t, "Link ") && (Contains(t, "GB/s") || Contains(t, "inactive"))) return true;
+  }
+  return false;
+}
+
+void ParseNvlinkStatus(const std::vector<Line>& lines, ToolOutput& out) {
+  Builder b(out);
+  out.tool = "nvidia-smi nvlink -s";
+  std::string gpu, name;
+  int gpu_line = 0, active = 0, inactive = 0;
+  double total = 0, per_link = 0;
+  auto flush = [&]() {
+    if (gpu.empty()) return;
+    auto ctx = [&](Reading& r) { r.context["gpu"] = gpu, r.context["gpu_name"] = name; };
+    ctx(b.Add("nvlink_active_links", active, "links", gpu_line));
+    ctx(b.Add("nvlink_inactive_links", inactive, "links", gpu_line));
+    ctx(b.Add("nvlink_total_gb_per_s", total, "GB/s", gpu_line));
+    if (active > 0) ctx(b.Add("nvlink_link_gb_per_s", per_link, "GB/s", gpu_line));
+    active = inactive = 0, total = per_link = 0;
+  };
+  for (const auto& l : lines) {
+    const std::string t = Trim(l.text);
+    if (StartsWith(t, "GPU ") && Contains(t, ":")) {
+      flush();
+      gpu = Trim(t.substr(4, t.find(':') - 4));
+      name = Trim(t.substr(t.find(':') + 1, t.find("(UUID") == std::string::npos ? std::string::npos : t.find("(UUID") - t.find(':') - 1));
+      gpu_line = l.number;
+      continue;
+    }
+    if (!StartsWith(t, "Link ")) continue;
+    const std::string v = Trim(t.substr(t.find(':') + 1));
+    if (Contains(v, "inactive")) {
+      ++inactive;
+      continue;
+    }
+    auto tok = Tokens(v);
+    auto n = tok.empty() ? std::nullopt : Number(tok[0]);
+    if (!n) {
+      b.Warn(l.number, "link speed '" + v + "' is not a number");
+      continue;
+    }
+    ++active;
+    total += *n;
+    per_link = *n;
+  }
+  flush();
+}
+
+}  // namespace gpuplan::toolout

@@ -100,6 +100,34 @@ std::string CommentHeader(const LaunchPlan& plan, const std::string& comment);
 // file of `export VAR=value` lines, each with a comment saying why; `source` lines where a cloud
 // ships its own profile.
 Result<Artifact> FabricEnv(const LaunchPlan& plan, const Catalog& catalog);
+// The same from another fabric file (a future --fabric-env FILE): its text and the name used in
+// errors ("file:line: column: reason").
+Result<Artifact> FabricEnv(const LaunchPlan& plan, const Catalog& catalog, const std::string& csv_text,
+                           const std::string& file);
+
+// What a row of data/fabric_env.csv does (docs/export.md "Fabric environment").
+enum class FabricAction {
+  kExport,          // export VAR=value
+  kDefault,         // export VAR="${VAR:-value}" (the user's own value wins)
+  kPrepend,         // export VAR="value${VAR:+:$VAR}" (paths)
+  kSource,          // source FILE (a cloud's own profile; variable = the file)
+  kNote,            // a comment only: what not to set, what to set only when ...
+  kK8sResource,     // the pod's RDMA device resource (variable = name, "" = none; value = count or nics_per_node)
+  kSkyAccelerator,  // SkyPilot's accelerator name for the GPU (value)
+  kSkyNetworkTier,  // SkyPilot resources.network_tier (value)
+};
+struct FabricSetting {
+  FabricAction action = FabricAction::kNote;
+  std::string variable;  // environment variable; the file for kSource; the resource name for kK8sResource
+  std::string value;
+  std::string why, source, date;
+  Location where;        // the row it came from
+};
+// The rows that apply to the plan, in file order: the environment rows of its fabric (the
+// provider's own rows when there are any, else the generic ones), and for each single-value action
+// (k8s resource, SkyPilot names) the most specific matching row only.
+Result<std::vector<FabricSetting>> FabricSettings(const LaunchPlan& plan, const Catalog& catalog,
+                                                  const std::string& csv_text, const std::string& file);
 
 // Every file of one format. Engines emit their config(s), launch.sh (the per-node command, which
 // reads GPUPLAN_HEAD, GPUPLAN_PORT, GPUPLAN_JOB_ID, GPUPLAN_NODE_RANK and TORCHRUN from the
@@ -107,6 +135,11 @@ Result<Artifact> FabricEnv(const LaunchPlan& plan, const Catalog& catalog);
 Result<std::vector<Artifact>> ExportEngine(ExportFormat engine, const LaunchPlan& plan, const Catalog& catalog);
 Result<std::vector<Artifact>> ExportWrapper(ExportFormat wrapper, ExportFormat engine, const LaunchPlan& plan,
                                             const Catalog& catalog);
+// The wrapper's own files around the engine's (ExportWrapper = ExportEngine + these): slurm
+// gpuplan.sbatch; kubernetes trainjob.yaml, pytorchjob.yaml and configmap.yaml (carrying
+// engine_files); skypilot sky.yaml.
+Result<std::vector<Artifact>> WrapperFiles(ExportFormat wrapper, const LaunchPlan& plan, const Catalog& catalog,
+                                           const std::vector<Artifact>& engine_files);
 Result<std::vector<Artifact>> ExportArtifacts(ExportFormat format, const std::optional<ExportFormat>& engine,
                                               const LaunchPlan& plan, const Catalog& catalog);
 

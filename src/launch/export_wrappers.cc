@@ -1,7 +1,379 @@
-// PLACEHOLDER (issue 10, being written): slurm, kubernetes, skypilot.
+// The wrappers around an engine's files (docs/export.md "Wrappers"): a Slurm batch script, a
+// Kubeflow TrainJob (and the legacy PyTorchJob) with a ConfigMap carrying the engine's files, and
+// a SkyPilot task. Every key comes from the LaunchPlan or from data/fabric_env.csv.
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+
+#include "gpuplan/data.h"
 #include "gpuplan/launch.h"
+#include "gpuplan/report.h"
+
 namespace gpuplan {
-Result<std::vector<Artifact>> ExportWrapper(ExportFormat, ExportFormat, const LaunchPlan&, const Catalog&) {
-  return Status::Internal("wrapper export is not built yet");
+
+namespace {
+
+// Slurm kills a job at --time: the limit is the plan's expected time x this margin, so that the
+// throughput model's error (docs/validation.md) and one restart from the last checkpoint fit in
+// it, rounded up to whole minutes and at least kSlurmTimeMinS.
+constexpr double kSlurmTimeMargin = 1.5;
+constexpr double kSlurmTimeMinS = 600;
+
+constexpr const char* kMountDir = "/gpuplan";                  // where the ConfigMap is mounted in the pods
+constexpr const char* kImagePlaceholder = "REPLACE-WITH-YOUR-IMAGE";  // a container image with torch and the script
+
+std::string Str(int64_t v) { return std::to_string(v); }
+
+Result<std::vector<FabricSetting>> Fabric(const LaunchPlan& plan, const Catalog& catalog) {
+  const std::string_view text = EmbeddedData("fabric_env.csv");
+  if (text.empty()) return Status::Internal("data/fabric_env.csv is not compiled in");
+  return FabricSettings(plan, catalog, std::string(text), "data/fabric_env.csv");
 }
+
+const FabricSetting* Find(const std::vector<FabricSetting>& s, FabricAction a) {
+  for (const auto& x : s)
+    if (x.action == a) return &x;
+  return nullptr;
+}
+
+// The environment entries a pod or a SkyPilot task can carry as plain name/value pairs; the
+// prepend and source rows need a shell and stay in fabric.env, which launch.sh sources.
+std::vector<std::pair<std::string, std::string>> PlainEnv(const std::vector<FabricSetting>& s) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& x : s)
+    if (x.action == FabricAction::kExport || x.action == FabricAction::kDefault) out.emplace_back(x.variable, x.value);
+  return out;
+}
+
+// The RDMA device resource per node: name and count ("" = none).
+struct Device {
+  std::string name;
+  int64_t count = 0;
+  std::string why;
+};
+Result<Device> RdmaDevice(const LaunchPlan& plan, const std::vector<FabricSetting>& s) {
+  const FabricSetting* r = Find(s, FabricAction::kK8sResource);
+  if (r == nullptr || r->variable.empty()) return Device{};
+  Device d{r->variable, 0, r->why};
+  if (r->value == "nics_per_node") {
+    if (plan.nics_per_node <= 0)
+      return Status::BadInput({r->where.file, r->where.line, "value"},
+                              r->variable + " is requested per NIC but the plan's instance has no known NIC count (cluster.nics_per_node)");
+    d.count = plan.nics_per_node;
+  } else {
+    d.count = std::stoll(r->value);  // checked when the row was read
+  }
+  return d;
+}
+
+// ---- slurm ----
+
+// Slurm's D-HH:MM:SS.
+std::string SlurmTime(double seconds) {
+  const int64_t minutes = static_cast<int64_t>(std::ceil(std::max(seconds, kSlurmTimeMinS) / 60));
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%lld-%02lld:%02lld:00", static_cast<long long>(minutes / 1440),
+                static_cast<long long>(minutes / 60 % 24), static_cast<long long>(minutes % 60));
+  return buf;
+}
+
+// The job name as one word for #SBATCH and the output file: [A-Za-z0-9_.-], others become '-'.
+std::string SlurmName(const std::string& name) {
+  std::string out;
+  for (char c : name) out += std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-' ? c : '-';
+  return out.empty() ? "gpuplan" : out;
+}
+
+std::string SbatchDirectives(const LaunchPlan& p, const Catalog& catalog) {
+  std::string s;
+  s += "#SBATCH --job-name=" + SlurmName(p.job_name) + "\n";
+  s += "#SBATCH --nodes=" + Str(p.nodes) + "\n";
+  s += "#SBATCH --ntasks-per-node=1\n";
+  s += "#SBATCH --gpus-per-node=" + Str(p.gpus_per_node) + "\n";
+  std::optional<double> vcpus;
+  if (!p.instance.empty())
+    if (auto inst = catalog.FindInstance(p.instance); inst.ok()) vcpus = inst->vcpus;
+  if (vcpus && *vcpus >= 1)
+    s += "#SBATCH --cpus-per-task=" + Str(static_cast<int64_t>(*vcpus)) + "  # all of " + p.instance_type +
+         "'s vCPUs: one task per node runs torchrun and its workers\n";
+  else
+    s += "# --cpus-per-task left out: the node's vCPU count is unknown (" +
+         std::string(p.instance.empty() ? "own machines" : "catalog row " + p.instance) + "); --exclusive gives the task the whole node\n";
+  s += "#SBATCH --exclusive\n";
+  s += "#SBATCH --wait-all-nodes=1\n";
+  if (p.time_s > 0)
+    s += "#SBATCH --time=" + SlurmTime(p.time_s * kSlurmTimeMargin) + "  # expected " + FormatNumber("%.1f", p.time_s / 3600) +
+         " h x " + FormatNumber("%.1f", kSlurmTimeMargin) + " margin (docs/export.md)\n";
+  else
+    s += "# --time left out: the plan has no token count, so no expected time (the partition's limit applies)\n";
+  s += "#SBATCH --output=" + SlurmName(p.job_name) + "-%j.out  # in the submit directory\n";
+  return s;
+}
+
+Artifact Sbatch(const LaunchPlan& p, const Catalog& catalog) {
+  std::string s = "#!/bin/bash\n" + CommentHeader(p, "# ");
+  s += "# Submit from the export directory: cd DIR && sbatch gpuplan.sbatch (launch.sh is found in\n";
+  s += "# $SLURM_SUBMIT_DIR, which every node must see: a shared file system; or set GPUPLAN_DIR).\n";
+  s += SbatchDirectives(p, catalog);
+  s += "set -euo pipefail\n";
+  s += "GPUPLAN_DIR=\"${GPUPLAN_DIR:-$SLURM_SUBMIT_DIR}\"\n";
+  s += "if [[ ! -f \"$GPUPLAN_DIR/launch.sh\" ]]; then\n";
+  s += "  echo \"gpuplan.sbatch: no launch.sh in $GPUPLAN_DIR: submit from the export directory or set GPUPLAN_DIR\" >&2\n";
+  s += "  exit 1\n";
+  s += "fi\n";
+  s += "# The rendezvous: the first node of the allocation hosts it; the same id on every node.\n";
+  s += "GPUPLAN_HEAD=\"$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n1)\"\n";
+  s += "GPUPLAN_JOB_ID=\"$SLURM_JOB_ID\"\n";
+  s += "GPUPLAN_PORT=" + Str(p.port) + "\n";
+  s += "export GPUPLAN_DIR GPUPLAN_HEAD GPUPLAN_JOB_ID GPUPLAN_PORT\n";
+  s += "echo \"gpuplan: job $SLURM_JOB_ID on $SLURM_JOB_NUM_NODES node(s) ($SLURM_JOB_NODELIST), rendezvous $GPUPLAN_HEAD:$GPUPLAN_PORT\"\n";
+  s += "# One task per node; launch.sh sources fabric.env and starts torchrun with " + Str(p.gpus_per_node) + " processes.\n";
+  s += "srun --ntasks-per-node=1 --kill-on-bad-exit=1 bash -c 'GPUPLAN_NODE_RANK=$SLURM_NODEID exec bash \"$GPUPLAN_DIR/launch.sh\"'\n";
+  return {"gpuplan.sbatch", s, true};
+}
+
+// ---- kubernetes ----
+
+// A DNS-1035 label from the job name: lower case, [a-z0-9-], starting with a letter, <= 63.
+std::string K8sName(const std::string& name) {
+  std::string out;
+  for (char c : name) {
+    const auto u = static_cast<unsigned char>(c);
+    out += std::isalnum(u) ? static_cast<char>(std::tolower(u)) : '-';
+  }
+  if (out.empty() || !std::isalpha(static_cast<unsigned char>(out[0]))) out = "gpuplan-" + out;
+  if (out.size() > 63) out.resize(63);
+  while (!out.empty() && out.back() == '-') out.pop_back();
+  return out;
+}
+
+std::string ConfigMapName(const LaunchPlan& p) { return K8sName(p.job_name + "-files"); }
+
+std::string YamlHeader(const LaunchPlan& p) { return CommentHeader(p, "# "); }
+
+void EmitEnv(YAML::Emitter& y, const std::vector<std::pair<std::string, std::string>>& env) {
+  y << YAML::Key << "env" << YAML::Value << YAML::BeginSeq;
+  for (const auto& [k, v] : env)
+    y << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << k << YAML::Key << "value" << YAML::Value
+      << YAML::DoubleQuoted << v << YAML::EndMap;
+  y << YAML::EndSeq;
+}
+
+void EmitLimits(YAML::Emitter& y, const LaunchPlan& p, const Device& d) {
+  y << YAML::Key << "limits" << YAML::Value << YAML::BeginMap;
+  y << YAML::Key << "nvidia.com/gpu" << YAML::Value << p.gpus_per_node;
+  if (!d.name.empty()) y << YAML::Key << d.name << YAML::Value << d.count << YAML::Comment(d.why);
+  y << YAML::EndMap;
+}
+
+void EmitVolumes(YAML::Emitter& y, const LaunchPlan& p) {
+  y << YAML::Key << "volumes" << YAML::Value << YAML::BeginSeq;
+  y << YAML::BeginMap << YAML::Key << "name" << YAML::Value << "gpuplan-files" << YAML::Key << "configMap" << YAML::Value
+    << YAML::BeginMap << YAML::Key << "name" << YAML::Value << ConfigMapName(p) << YAML::Key << "defaultMode" << YAML::Value
+    << 0755 << YAML::Comment("0755: launch.sh is executable") << YAML::EndMap << YAML::EndMap;
+  y << YAML::BeginMap << YAML::Key << "name" << YAML::Value << "dshm" << YAML::Key << "emptyDir" << YAML::Value << YAML::BeginMap
+    << YAML::Key << "medium" << YAML::Value << "Memory" << YAML::EndMap << YAML::EndMap
+    << YAML::Comment("NCCL's shared-memory transport needs more than the default 64 MiB /dev/shm");
+  y << YAML::EndSeq;
+}
+
+void EmitMounts(YAML::Emitter& y) {
+  y << YAML::Key << "volumeMounts" << YAML::Value << YAML::BeginSeq;
+  y << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << "gpuplan-files" << YAML::Key << "mountPath"
+    << YAML::Value << kMountDir << YAML::EndMap;
+  y << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << "dshm" << YAML::Key << "mountPath" << YAML::Value
+    << "/dev/shm" << YAML::EndMap;
+  y << YAML::EndSeq;
+}
+
+void EmitSecurity(YAML::Emitter& y, const Device& d) {
+  if (d.name.empty()) return;
+  y << YAML::Key << "securityContext" << YAML::Value << YAML::BeginMap << YAML::Key << "capabilities" << YAML::Value << YAML::BeginMap
+    << YAML::Key << "add" << YAML::Value << YAML::Flow << YAML::BeginSeq << "IPC_LOCK" << YAML::EndSeq << YAML::EndMap << YAML::EndMap
+    << YAML::Comment("RDMA registers (pins) memory");
+}
+
+std::string Image(const LaunchPlan& p) { return p.image.empty() ? kImagePlaceholder : p.image; }
+
+// The per-node command: the operator's rendezvous variables into the ones launch.sh reads.
+std::vector<std::string> PodCommand(const std::string& head, const std::string& port, const std::string& rank) {
+  return {"bash", "-c",
+          "GPUPLAN_HEAD=\"$" + head + "\" GPUPLAN_PORT=\"$" + port + "\" GPUPLAN_NODE_RANK=\"$" + rank + "\" exec bash " +
+              std::string(kMountDir) + "/launch.sh"};
+}
+
+Artifact ConfigMap(const LaunchPlan& p, const std::vector<Artifact>& engine_files) {
+  YAML::Emitter y;
+  y << YAML::BeginMap;
+  y << YAML::Key << "apiVersion" << YAML::Value << "v1";
+  y << YAML::Key << "kind" << YAML::Value << "ConfigMap";
+  y << YAML::Key << "metadata" << YAML::Value << YAML::BeginMap << YAML::Key << "name" << YAML::Value << ConfigMapName(p) << YAML::EndMap;
+  y << YAML::Key << "data" << YAML::Value << YAML::BeginMap;
+  for (const auto& f : engine_files) y << YAML::Key << f.name << YAML::Value << YAML::Literal << f.content;
+  y << YAML::EndMap << YAML::EndMap;
+  std::string s = YamlHeader(p) + "# The engine's files, mounted at " + kMountDir + " in every pod (kubectl apply -f configmap.yaml first).\n";
+  return {"configmap.yaml", s + y.c_str() + "\n", false};
+}
+
+Artifact TrainJob(const LaunchPlan& p, const std::vector<FabricSetting>& fabric, const Device& d) {
+  auto env = PlainEnv(fabric);
+  env.emplace_back("GPUPLAN_JOB_ID", K8sName(p.job_name));
+  YAML::Emitter y;
+  y << YAML::BeginMap;
+  y << YAML::Key << "apiVersion" << YAML::Value << "trainer.kubeflow.org/v1alpha1";
+  y << YAML::Key << "kind" << YAML::Value << "TrainJob";
+  y << YAML::Key << "metadata" << YAML::Value << YAML::BeginMap << YAML::Key << "name" << YAML::Value << K8sName(p.job_name) << YAML::EndMap;
+  y << YAML::Key << "spec" << YAML::Value << YAML::BeginMap;
+  y << YAML::Key << "runtimeRef" << YAML::Value << YAML::BeginMap << YAML::Key << "apiGroup" << YAML::Value << "trainer.kubeflow.org"
+    << YAML::Key << "kind" << YAML::Value << "ClusterTrainingRuntime" << YAML::Key << "name" << YAML::Value << "torch-distributed"
+    << YAML::EndMap;
+  y << YAML::Key << "trainer" << YAML::Value << YAML::BeginMap;
+  y << YAML::Key << "image" << YAML::Value << Image(p);
+  if (p.image.empty()) y << YAML::Comment("a container image with torch, the engine and " + p.script);
+  y << YAML::Key << "command" << YAML::Value << YAML::Flow << PodCommand("PET_MASTER_ADDR", "PET_MASTER_PORT", "PET_NODE_RANK");
+  y << YAML::Key << "numNodes" << YAML::Value << p.nodes;
+  y << YAML::Key << "numProcPerNode" << YAML::Value << p.gpus_per_node;
+  y << YAML::Key << "resourcesPerNode" << YAML::Value << YAML::BeginMap;
+  EmitLimits(y, p, d);
+  y << YAML::EndMap;
+  EmitEnv(y, env);
+  y << YAML::EndMap;  // trainer
+  // The ConfigMap and /dev/shm, patched into the runtime's "node" job and container.
+  y << YAML::Key << "runtimePatches" << YAML::Value << YAML::BeginSeq << YAML::BeginMap;
+  y << YAML::Key << "manager" << YAML::Value << "gpuplan";
+  y << YAML::Key << "trainingRuntimeSpec" << YAML::Value << YAML::BeginMap << YAML::Key << "template" << YAML::Value << YAML::BeginMap
+    << YAML::Key << "spec" << YAML::Value << YAML::BeginMap << YAML::Key << "replicatedJobs" << YAML::Value << YAML::BeginSeq
+    << YAML::BeginMap << YAML::Key << "name" << YAML::Value << "node" << YAML::Key << "template" << YAML::Value << YAML::BeginMap
+    << YAML::Key << "spec" << YAML::Value << YAML::BeginMap << YAML::Key << "template" << YAML::Value << YAML::BeginMap << YAML::Key
+    << "spec" << YAML::Value << YAML::BeginMap;
+  EmitVolumes(y, p);
+  y << YAML::Key << "containers" << YAML::Value << YAML::BeginSeq << YAML::BeginMap << YAML::Key << "name" << YAML::Value << "node";
+  EmitMounts(y);
+  EmitSecurity(y, d);
+  y << YAML::EndMap << YAML::EndSeq;
+  y << YAML::EndMap << YAML::EndMap << YAML::EndMap << YAML::EndMap << YAML::EndMap << YAML::EndSeq << YAML::EndMap << YAML::EndMap
+    << YAML::EndMap;  // pod spec .. trainingRuntimeSpec
+  y << YAML::EndMap << YAML::EndSeq;  // runtimePatches
+  y << YAML::EndMap << YAML::EndMap;  // spec, document
+  std::string s = YamlHeader(p) + "# Kubeflow Trainer v2 (kubectl apply -f configmap.yaml -f trainjob.yaml); the torch-distributed runtime\n" +
+                  "# sets PET_MASTER_ADDR/PET_MASTER_PORT/PET_NODE_RANK, launch.sh (from the ConfigMap) runs torchrun.\n";
+  return {"trainjob.yaml", s + y.c_str() + "\n", false};
+}
+
+void EmitReplica(YAML::Emitter& y, const std::string& role, int64_t replicas, const LaunchPlan& p,
+                 const std::vector<std::pair<std::string, std::string>>& env, const Device& d) {
+  y << YAML::Key << role << YAML::Value << YAML::BeginMap;
+  y << YAML::Key << "replicas" << YAML::Value << replicas;
+  y << YAML::Key << "restartPolicy" << YAML::Value << "OnFailure";
+  y << YAML::Key << "template" << YAML::Value << YAML::BeginMap << YAML::Key << "spec" << YAML::Value << YAML::BeginMap;
+  y << YAML::Key << "containers" << YAML::Value << YAML::BeginSeq << YAML::BeginMap;
+  y << YAML::Key << "name" << YAML::Value << "pytorch";
+  y << YAML::Key << "image" << YAML::Value << Image(p);
+  y << YAML::Key << "command" << YAML::Value << YAML::Flow << PodCommand("MASTER_ADDR", "MASTER_PORT", "RANK");
+  y << YAML::Key << "resources" << YAML::Value << YAML::BeginMap;
+  EmitLimits(y, p, d);
+  y << YAML::EndMap;
+  EmitEnv(y, env);
+  EmitMounts(y);
+  EmitSecurity(y, d);
+  y << YAML::EndMap << YAML::EndSeq;
+  EmitVolumes(y, p);
+  y << YAML::EndMap << YAML::EndMap << YAML::EndMap;
+}
+
+Artifact PyTorchJob(const LaunchPlan& p, const std::vector<FabricSetting>& fabric, const Device& d) {
+  auto env = PlainEnv(fabric);
+  env.emplace_back("GPUPLAN_JOB_ID", K8sName(p.job_name));
+  YAML::Emitter y;
+  y << YAML::BeginMap;
+  y << YAML::Key << "apiVersion" << YAML::Value << "kubeflow.org/v1";
+  y << YAML::Key << "kind" << YAML::Value << "PyTorchJob";
+  y << YAML::Key << "metadata" << YAML::Value << YAML::BeginMap << YAML::Key << "name" << YAML::Value << K8sName(p.job_name) << YAML::EndMap;
+  y << YAML::Key << "spec" << YAML::Value << YAML::BeginMap << YAML::Key << "pytorchReplicaSpecs" << YAML::Value << YAML::BeginMap;
+  EmitReplica(y, "Master", 1, p, env, d);
+  if (p.nodes > 1) EmitReplica(y, "Worker", p.nodes - 1, p, env, d);
+  y << YAML::EndMap << YAML::EndMap << YAML::EndMap;
+  std::string s = YamlHeader(p) + "# Legacy Kubeflow Training Operator v1 PyTorchJob (for clusters without Trainer v2): one pod per node,\n" +
+                  "# Master = node 0; the operator sets MASTER_ADDR/MASTER_PORT and RANK (the pod's index).\n";
+  return {"pytorchjob.yaml", s + y.c_str() + "\n", false};
+}
+
+// ---- skypilot ----
+
+Result<Artifact> SkyTask(const LaunchPlan& p, const std::vector<FabricSetting>& fabric) {
+  const FabricSetting* acc = Find(fabric, FabricAction::kSkyAccelerator);
+  if (acc == nullptr && p.instance_type.empty())
+    return Status::BadInput({"data/fabric_env.csv", 0, "sky-accelerator"},
+                            "no SkyPilot accelerator name for GPU '" + p.job.cluster.gpu +
+                                "' and no instance type to name it by: add a sky-accelerator row (fabric_env.csv)");
+  YAML::Emitter y;
+  y << YAML::BeginMap;
+  y << YAML::Key << "name" << YAML::Value << K8sName(p.job_name);
+  y << YAML::Key << "num_nodes" << YAML::Value << p.nodes;
+  y << YAML::Key << "resources" << YAML::Value << YAML::BeginMap;
+  if (!p.provider.empty()) y << YAML::Key << "infra" << YAML::Value << p.provider + (p.region.empty() ? "" : "/" + p.region);
+  if (acc) y << YAML::Key << "accelerators" << YAML::Value << acc->value + ":" + Str(p.gpus_per_node);
+  if (!p.instance_type.empty()) y << YAML::Key << "instance_type" << YAML::Value << p.instance_type;
+  y << YAML::Key << "use_spot" << YAML::Value << p.spot;
+  if (const FabricSetting* tier = Find(fabric, FabricAction::kSkyNetworkTier))
+    y << YAML::Key << "network_tier" << YAML::Value << tier->value << YAML::Comment(tier->why);
+  y << YAML::EndMap;
+  y << YAML::Key << "envs" << YAML::Value << YAML::BeginMap;
+  y << YAML::Key << "GPUPLAN_PORT" << YAML::Value << YAML::DoubleQuoted << Str(p.port);
+  for (const auto& [k, v] : PlainEnv(fabric)) y << YAML::Key << k << YAML::Value << YAML::DoubleQuoted << v;
+  y << YAML::EndMap;
+  y << YAML::Key << "workdir" << YAML::Value << ".";
+  const std::string run =
+      "export GPUPLAN_HEAD=\"$(echo \"$SKYPILOT_NODE_IPS\" | head -n1)\"\n"
+      "export GPUPLAN_NODE_RANK=\"$SKYPILOT_NODE_RANK\"\n"
+      "export GPUPLAN_JOB_ID=\"${SKYPILOT_TASK_ID:-" + K8sName(p.job_name) + "}\"\n"
+      "bash launch.sh\n";
+  y << YAML::Key << "run" << YAML::Value << YAML::Literal << run;
+  y << YAML::EndMap;
+  std::string s = CommentHeader(p, "# ") + "# SkyPilot task: sky launch -c " + K8sName(p.job_name) +
+                  " sky.yaml from the export directory (workdir . carries launch.sh and the engine's files).\n";
+  if (!acc) s += "# accelerators left out: no SkyPilot name for " + p.job.cluster.gpu + " in data/fabric_env.csv; instance_type names the GPUs.\n";
+  if (p.provider.empty()) s += "# infra left out: own machines (SkyPilot picks among the clouds and clusters `sky check` enables).\n";
+  return Artifact{"sky.yaml", s + y.c_str() + "\n", false};
+}
+
+}  // namespace
+
+Result<std::vector<Artifact>> WrapperFiles(ExportFormat wrapper, const LaunchPlan& plan, const Catalog& catalog,
+                                           const std::vector<Artifact>& engine_files) {
+  auto fabric = Fabric(plan, catalog);
+  if (!fabric.ok()) return fabric.status();
+  switch (wrapper) {
+    case ExportFormat::kSlurm:
+      return std::vector<Artifact>{Sbatch(plan, catalog)};
+    case ExportFormat::kKubernetes: {
+      auto device = RdmaDevice(plan, *fabric);
+      if (!device.ok()) return device.status();
+      return std::vector<Artifact>{TrainJob(plan, *fabric, *device), PyTorchJob(plan, *fabric, *device), ConfigMap(plan, engine_files)};
+    }
+    case ExportFormat::kSkypilot: {
+      auto task = SkyTask(plan, *fabric);
+      if (!task.ok()) return task.status();
+      return std::vector<Artifact>{*task};
+    }
+    default:
+      break;
+  }
+  return Status::Internal(ToString(wrapper) + " is not a wrapper (slurm, kubernetes, skypilot)");
+}
+
+Result<std::vector<Artifact>> ExportWrapper(ExportFormat wrapper, ExportFormat engine, const LaunchPlan& plan, const Catalog& catalog) {
+  if (!IsEngine(engine)) return Status::BadInput({"command line", 0, "--engine"}, ToString(engine) + " is not an engine");
+  auto files = ExportEngine(engine, plan, catalog);
+  if (!files.ok()) return files.status();
+  auto own = WrapperFiles(wrapper, plan, catalog, *files);
+  if (!own.ok()) return own.status();
+  std::vector<Artifact> out = *files;
+  out.insert(out.end(), own->begin(), own->end());
+  return out;
+}
+
 }  // namespace gpuplan

@@ -17,6 +17,7 @@ int CmdImport(const std::vector<std::string>& argv);
 int CmdVerify(const std::vector<std::string>& argv);
 int CmdProbe(const std::vector<std::string>& argv);
 int CmdLedger(const std::vector<std::string>& argv);
+int CmdDiagnose(const std::vector<std::string>& argv);
 
 // Prints a Status as "gpuplan: file:line: key: reason" and returns its exit code.
 int Fail(const class Status& st);

@@ -27,6 +27,7 @@ const Command kCommands[] = {
     {"verify", "read nccl-tests/perftest/nvidia-smi/lspci/ibstat/fio/dcgmi/NCCL-log outputs: pass/warn/fail against the plan", gpuplan::cli::CmdVerify},
     {"probe", "measure this machine (CPU, NUMA, RAM, disks, NICs, RDMA, PCIe, GPUs; --bench storage|cpu|gpu) into the ledger", gpuplan::cli::CmdProbe},
     {"ledger", "the resource ledger (SQLite): list | show | export | forget", gpuplan::cli::CmdLedger},
+    {"diagnose", "rank likely causes of a slow or failing job (symptoms, logs) with the model's numbers", gpuplan::cli::CmdDiagnose},
     {"validate", "predict published runs (runs.csv format) and report the error", gpuplan::cli::CmdValidate},
     {"models", "list the built-in model presets", gpuplan::cli::CmdModels},
     {"catalog", "list catalog rows: gpus | links | instances | storage", gpuplan::cli::CmdCatalog},

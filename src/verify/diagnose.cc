@@ -1,0 +1,289 @@
+// gpuplan diagnose: the troubleshooting tables of seeds 003 §4 and 004, with the model's numbers.
+// Each cause is a hypothesis the model can test: a what-if re-estimate (the fabric NCCL fell back
+// to, GPUDirect off), the memory model against the capacity, the checkpoint size against the
+// storage, the data pipeline's rate against the host's cores (docs/diagnose.md).
+#include <algorithm>
+#include <cmath>
+#include <regex>
+
+#include "gpuplan/diagnose.h"
+#include "gpuplan/error_bands.h"
+#include "gpuplan/estimate.h"
+#include "gpuplan/memory.h"
+#include "gpuplan/report.h"
+
+namespace gpuplan {
+
+namespace {
+
+struct SymptomName {
+  Symptom s;
+  const char* name;
+};
+constexpr SymptomName kSymptoms[] = {{Symptom::kOom, "oom"},
+                                     {Symptom::kNcclTimeout, "nccl-timeout"},
+                                     {Symptom::kSlowMultinode, "slow-multinode"},
+                                     {Symptom::kSlowCheckpoint, "slow-checkpoint"},
+                                     {Symptom::kLossNan, "loss-nan"}};
+
+// The seeds' table order (seed 003 §4): data loading, OOM, multi-node NCCL, checkpoint, numerics.
+int TableOrder(const std::string& id) {
+  static const std::vector<std::string> order = {"data_loader", "host_cores", "oom_model", "oom_fragmentation",
+                                                 "network_no_rdma", "network_slow", "nccl_ports", "checkpoint_storage",
+                                                 "fp16_overflow", "within_band"};
+  auto it = std::find(order.begin(), order.end(), id);
+  return static_cast<int>(it - order.begin());
+}
+
+bool Has(const Observations& o, Symptom s) { return std::find(o.symptoms.begin(), o.symptoms.end(), s) != o.symptoms.end(); }
+
+std::string F(const char* fmt, double v) { return FormatNumber(fmt, v); }
+
+std::string Tps(double v) { return WithThousands(static_cast<int64_t>(std::llround(v))) + " tokens/s"; }
+
+// The job's tokens/s with one change (a what-if), or nullopt when it cannot be estimated.
+std::optional<double> WhatIfTokens(Job job, const std::vector<std::pair<std::string, std::string>>& changes,
+                                   const Catalog& catalog, const Calibration& cal) {
+  for (const auto& [k, v] : changes)
+    if (!SetJobKey(job, k, v, {"diagnose what-if", 0, k}).ok()) return std::nullopt;
+  auto hw = ResolveHardware(job, catalog, cal);
+  if (!hw.ok()) return std::nullopt;
+  const StepEstimate e = EstimateStep(job, *hw);
+  if (!e.feasible) return std::nullopt;
+  return e.tokens_per_s;
+}
+
+void DataLoader(const Job& job, const Diagnosis& d, const Observations& o, const Calibration& cal, std::vector<Cause>& out) {
+  const double per_gpu = d.expected_tokens_per_s / static_cast<double>(job.cluster.num_gpus);
+  const double min_cores = cal.Get("host_vcpus_per_gpu_min");
+  Cause c{"data_loader", "the data pipeline cannot feed the GPUs", "", "", "", "seed 003 §4 (GPU utilisation below 50%) and §4.1", 0};
+  std::string ev;
+  if (o.gpu_util_pct && *o.gpu_util_pct < 50) {
+    ev += "GPU utilisation " + F("%.0f", *o.gpu_util_pct) + "% (below 50%)";
+    c.score = 0.4;
+    if (o.cpu_util_pct && *o.cpu_util_pct >= 80) {
+      ev += " while the CPU is " + F("%.0f", *o.cpu_util_pct) + "% busy";
+      c.score = 0.85;
+    }
+  }
+  if (o.loader_tokens_per_s_per_core && *o.loader_tokens_per_s_per_core > 0) {
+    const double need = per_gpu / *o.loader_tokens_per_s_per_core;
+    ev += std::string(ev.empty() ? "" : "; ") + "at the expected " + Tps(per_gpu) + " per GPU the data loader needs " + F("%.1f", need) +
+          " cores per GPU (" + Tps(*o.loader_tokens_per_s_per_core) + " per core measured)";
+    if (o.host_cores_per_gpu) {
+      ev += " and the host has " + F("%.0f", *o.host_cores_per_gpu);
+      if (need > *o.host_cores_per_gpu) c.score = std::max(c.score, 0.9);
+      else if (c.score > 0) c.score -= 0.2, ev += " (enough for the loader alone)";
+    }
+  }
+  if (o.tokens_per_s && d.measured_over_expected && *d.measured_over_expected < 0.8 && c.score > 0)
+    ev += "; measured " + Tps(*o.tokens_per_s) + " vs " + Tps(d.expected_tokens_per_s) + " expected";
+  if (c.score == 0) return;
+  c.evidence = ev;
+  c.confirm = "watch `nvidia-smi dmon -s u` next to `top`: GPU utilisation dips while DataLoader workers are at 100%; "
+              "`gpuplan probe --bench cpu` measures the pipeline's rate per core";
+  c.fix = "raise DataLoader num_workers (and prefetch_factor, pin_memory), pre-tokenize and pack the data into large files, "
+          "or rent a host with more vCPUs per GPU (seed 001 §2.2: >= " + F("%.0f", min_cores) + ")";
+  out.push_back(c);
+  if (o.host_cores_per_gpu && *o.host_cores_per_gpu < min_cores)
+    out.push_back({"host_cores", "too few host cores per GPU",
+                   F("%.0f", *o.host_cores_per_gpu) + " vCPUs per GPU; seed 001 §2.2 measured GPU utilisation falling from 90% to below 60% at 8 (want >= " +
+                       F("%.0f", min_cores) + ", calibration host_vcpus_per_gpu_min)",
+                   "`nproc` and `nvidia-smi -L` on one node", "an instance with >= " + F("%.0f", min_cores) + " vCPUs per GPU",
+                   "seed 001 §2.2", 0.5});
+}
+
+void Memory(const Job& job, const GpuSpec& gpu, const Observations& o, const Calibration& cal, std::vector<Cause>& out) {
+  if (!Has(o, Symptom::kOom)) return;
+  const MemoryBreakdown m = EstimateMemory(job, cal, false);
+  const double cap = gpu.memory_bytes;
+  if (m.total_bytes > cap) {
+    std::string steps;
+    int n = 0;
+    for (const auto& s : SuggestMemorySavings(job, cap, cal)) {
+      if (!s.fits || n >= 3) continue;
+      steps += std::string(n++ ? "; " : "") + s.step + " -> " + FormatGiB(s.total_bytes) + " GiB";
+    }
+    out.push_back({"oom_model", "the job does not fit: the memory model agrees",
+                   "the model needs " + FormatGiB(m.total_bytes) + " GiB per GPU, " + gpu.id + " has " + FormatGiB(cap) + " GiB",
+                   "`gpuplan memory` with the same job lists each item", steps.empty() ? "more GPUs or a smaller micro-batch" : steps,
+                   "seed 003 §4 (OOM) and §4.2", 0.9});
+    return;
+  }
+  const ExpectedError band = ExpectedErrorFor(job, gpu.family);
+  const double under = band.memory ? band.memory->p90_under : 0;
+  out.push_back({"oom_fragmentation", "the model says it fits: peaks beyond the steady state",
+                 "the model needs " + FormatGiB(m.total_bytes) + " of " + FormatGiB(cap) + " GiB (" + F("%.0f", 100 * (1 - m.total_bytes / cap)) +
+                     "% free); the memory model under-predicts by up to " + F("%.0f", 100 * under) +
+                     "% on 9 validated runs in 10 of this kind, and longer sequences, evaluation or checkpoint saving add peaks",
+                 "`torch.cuda.max_memory_allocated()` and `max_memory_reserved()` per step; "
+                 "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to rule out fragmentation",
+                 "expandable segments, recompute selective, a smaller micro-batch at the same global batch",
+                 "seed 003 §4.2", 0.5});
+}
+
+void Network(const Job& job, const HardwareContext& hw, const Diagnosis& d, const Observations& o, const Catalog& catalog,
+             const Calibration& cal, std::vector<Cause>& out) {
+  const bool multinode = job.cluster.num_gpus > job.cluster.gpus_per_node;
+  const bool complaint = Has(o, Symptom::kNcclTimeout) || Has(o, Symptom::kSlowMultinode);
+  if (!multinode && !complaint) return;
+  const bool socket = o.nccl_transport && o.nccl_transport->find("Socket") != std::string::npos;
+  if (multinode && (socket || complaint || (d.measured_over_expected && *d.measured_over_expected < 0.8))) {
+    // What-if: NCCL on kernel TCP sockets over a cloud VPC NIC instead of the fabric assumed.
+    std::string ev, best_id;
+    double best_gap = 1e300, best_tps = 0;
+    for (const char* id : {"tcp-25g", "tcp-100g"}) {
+      auto t = WhatIfTokens(job, {{"cluster.network", id}, {"cluster.gpudirect_rdma", "false"}}, catalog, cal);
+      if (!t) continue;
+      const double gap = o.tokens_per_s ? std::abs(std::log(*t / *o.tokens_per_s)) : 0;
+      if (gap < best_gap) best_gap = gap, best_id = id, best_tps = *t;
+    }
+    if (!best_id.empty()) {
+      ev = "the model gives " + Tps(d.expected_tokens_per_s) + " on " + hw.inter.id + " and " + Tps(best_tps) + " if NCCL runs on TCP sockets (" +
+           best_id + ")";
+      if (o.tokens_per_s) ev += "; measured " + Tps(*o.tokens_per_s);
+    }
+    double score = socket ? 0.95 : 0.3;
+    if (socket) ev = o.nccl_transport_from.file + (o.nccl_transport_from.line ? ":" + std::to_string(o.nccl_transport_from.line) : "") +
+                     ": NCCL chose " + *o.nccl_transport + " (no RDMA); " + ev;
+    if (!socket && o.tokens_per_s && best_gap < std::log(1.25)) score = 0.7;  // the measurement matches the TCP what-if
+    if (hw.inter.kind == "tcp") {
+      score = std::max(score, 0.6);
+      ev += std::string(ev.empty() ? "" : "; ") + "the job's own network is TCP (" + hw.inter.id + ")";
+    }
+    out.push_back({"network_no_rdma", "inter-node traffic is not on RDMA", ev,
+                   "run with NCCL_DEBUG=INFO and look for 'NET/IB' (RDMA; '/GDRDMA' with GPUDirect) vs 'NET/Socket'; "
+                   "`ibstat` ports Active; `gpuplan verify` reads both",
+                   "an instance with RDMA (InfiniBand, RoCE, EFA), the fabric's NCCL environment (`gpuplan export --to fabric`), "
+                   "GPUDirect RDMA kernel module (nvidia-peermem)",
+                   "seed 003 §4 (NCCL timeouts: no RDMA) and §4.3; seed 000 (all_reduce_perf at 30% of line rate)", score});
+  }
+  if (Has(o, Symptom::kNcclTimeout))
+    out.push_back({"nccl_ports", "NCCL cannot connect: ports blocked or the wrong interface",
+                   "a timeout (not slowness) points at connectivity: NCCL needs TCP ports between all nodes for bootstrap and, on RDMA, the IB/RoCE ports",
+                   "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET on every rank; `nc -zv` between nodes on the rendezvous port",
+                   "open the security group between the nodes (all TCP within the group), set NCCL_SOCKET_IFNAME to the node's interface",
+                   "seed 003 §4.3", 0.6});
+  if (multinode && d.measured_over_expected && *d.measured_over_expected < 0.8 && !socket) {
+    out.push_back({"network_slow", "the fabric delivers less than the catalog's line rate",
+                   "measured " + Tps(*o.tokens_per_s) + " is " + F("%.0f", 100 * *d.measured_over_expected) + "% of the " +
+                       Tps(d.expected_tokens_per_s) + " expected on " + hw.inter.id,
+                   "`gpuplan checklist` prints the all_reduce_perf and ib_write_bw runs and the busbw each should reach; `gpuplan verify` compares",
+                   "fix what verify fails (ports down, x8 PCIe links, a rail missing, switch buffers); `gpuplan calibrate` from the measured busbw",
+                   "seed 000 (all_reduce_perf at 30% until the switch buffers were fixed); seed 001 (ib_write_bw >= 80% of line rate)", 0.45});
+  }
+}
+
+void Checkpoint(const Job& job, const HardwareContext& hw, const Observations& o, const StepEstimate& e, std::vector<Cause>& out) {
+  if (!Has(o, Symptom::kSlowCheckpoint)) return;
+  std::string ev = "one checkpoint is " + F("%.1f", e.checkpoint_bytes / 1e9) + " GB";
+  double score = 0.5;
+  if (hw.storage && e.checkpoint_write_s > 0) {
+    ev += "; at " + hw.storage->id + "'s write bandwidth the model expects " + F("%.0f", e.checkpoint_write_s) + " s";
+    if (o.checkpoint_s && *o.checkpoint_s > 2 * e.checkpoint_write_s) {
+      ev += ", measured " + F("%.0f", *o.checkpoint_s) + " s (" + F("%.1f", *o.checkpoint_s / e.checkpoint_write_s) + "x): small files or IOPS, not bandwidth";
+      score = 0.8;
+    }
+  } else {
+    ev += "; no storage given (cluster.storage), so the model has no write bandwidth to compare with";
+  }
+  out.push_back({"checkpoint_storage", "checkpoint writes are bound by the storage", ev,
+                 "`fio` sequential write and small-file IOPS on the checkpoint path (`gpuplan probe --bench storage PATH`)",
+                 "fewer, larger files (consolidated shards), a file system with more IOPS, asynchronous checkpointing (training.checkpoint_async)",
+                 "seed 003 §4 (checkpoint saves slow) and §4.4", score});
+}
+
+void Numerics(const Job& job, const GpuSpec& gpu, const Observations& o, std::vector<Cause>& out) {
+  if (!Has(o, Symptom::kLossNan)) return;
+  const bool fp16 = job.training.precision == Precision::kFp16;
+  std::string ev = fp16 ? "the job trains in fp16 (max 65504): overflow without a loss scaler turns into inf/NaN"
+                        : "the job trains in " + ToString(job.training.precision);
+  if (fp16 && gpu.bf16_supported) ev += "; " + gpu.id + " has bf16, whose range is fp32's";
+  out.push_back({"fp16_overflow", fp16 ? "fp16 overflow" : "numerical instability",
+                 ev, "log the loss scale and the gradient norm per step; the first NaN step's inputs",
+                 fp16 && gpu.bf16_supported ? "train in bf16 (training.precision: bf16)" : "dynamic loss scaling, gradient clipping, a lower learning rate",
+                 "seed 003 §3.3 (bf16, not fp16, on A100 and newer)", fp16 ? 0.7 : 0.3});
+}
+
+}  // namespace
+
+std::string ToString(Symptom s) {
+  for (const auto& x : kSymptoms)
+    if (x.s == s) return x.name;
+  return "?";
+}
+
+std::optional<Symptom> ParseSymptom(const std::string& name) {
+  for (const auto& x : kSymptoms)
+    if (name == x.name) return x.s;
+  return std::nullopt;
+}
+
+const std::vector<std::string>& SymptomNames() {
+  static const std::vector<std::string> v = [] {
+    std::vector<std::string> n;
+    for (const auto& x : kSymptoms) n.push_back(x.name);
+    return n;
+  }();
+  return v;
+}
+
+Result<Diagnosis> Diagnose(const Job& job, const Catalog& catalog, const Calibration& cal, const Observations& obs) {
+  auto hw = ResolveHardware(job, catalog, cal);
+  if (!hw.ok()) return hw.status();
+  const StepEstimate e = EstimateStep(job, *hw);
+  if (!e.feasible) return Status::Infeasible(e.infeasible_reason);
+  Diagnosis d;
+  d.expected_tokens_per_s = e.tokens_per_s;
+  d.expected_step_s = e.step_time_s;
+  if (obs.tokens_per_s) d.measured_over_expected = *obs.tokens_per_s / e.tokens_per_s;
+  const ExpectedError band = ExpectedErrorFor(job, hw->gpu.family);
+  if (band.throughput) d.band_p90 = band.throughput->p90_abs;
+  DataLoader(job, d, obs, cal, d.causes);
+  Memory(job, hw->gpu, obs, cal, d.causes);
+  Network(job, *hw, d, obs, catalog, cal, d.causes);
+  Checkpoint(job, *hw, obs, e, d.causes);
+  Numerics(job, hw->gpu, obs, d.causes);
+  if (d.measured_over_expected && d.band_p90 && std::abs(*d.measured_over_expected - 1) <= *d.band_p90 && obs.symptoms.empty())
+    d.causes.push_back({"within_band", "no anomaly: the measurement is within the model's own error",
+                        "measured " + Tps(*obs.tokens_per_s) + " is " + F("%+.0f", 100 * (*d.measured_over_expected - 1)) + "% from the " +
+                            Tps(e.tokens_per_s) + " expected; the model's p90 error for this kind of job is ±" + F("%.0f", 100 * *d.band_p90) + "%",
+                        "`gpuplan calibrate` from this run makes the next estimate start from it", "nothing to fix",
+                        "data/error_bands.csv", 0.2});
+  std::stable_sort(d.causes.begin(), d.causes.end(), [](const Cause& a, const Cause& b) {
+    if (a.score != b.score) return a.score > b.score;
+    return TableOrder(a.id) < TableOrder(b.id);
+  });
+  return d;
+}
+
+Result<LogRate> ReadTokensPerSecond(const std::string& text, const std::string& file) {
+  static const std::regex after(R"((?:tokens?/s(?:ec)?|tok/s|tps|tokens_per_s(?:ec(?:ond)?)?|throughput)\s*[:=]\s*([0-9][0-9,]*(?:\.[0-9]+)?))",
+                                std::regex::icase);
+  static const std::regex before(R"(([0-9][0-9,]*(?:\.[0-9]+)?)\s*(?:tokens?/s(?:ec)?|tok/s)\b)", std::regex::icase);
+  std::vector<std::pair<double, int>> rates;
+  int line_no = 0;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t nl = text.find('\n', start);
+    const std::string line = text.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
+    ++line_no;
+    std::smatch m;
+    if (std::regex_search(line, m, after) || std::regex_search(line, m, before)) {
+      std::string num = m[1].str();
+      num.erase(std::remove(num.begin(), num.end(), ','), num.end());
+      const double v = std::strtod(num.c_str(), nullptr);
+      if (v > 0 && std::isfinite(v)) rates.emplace_back(v, line_no);
+    }
+    if (nl == std::string::npos) break;
+    start = nl + 1;
+  }
+  if (rates.empty())
+    return Status::BadInput({file, 0, ""}, "no line carries a tokens/s rate (expected e.g. 'tokens/s: 4100', '4,100 tok/s', 'tps: 4100')");
+  std::vector<std::pair<double, int>> sorted = rates;
+  std::sort(sorted.begin(), sorted.end());
+  const auto& mid = sorted[sorted.size() / 2];
+  return LogRate{mid.first, {file, mid.second, "tokens/s"}, static_cast<int>(rates.size())};
+}
+
+}  // namespace gpuplan

@@ -1,0 +1,142 @@
+// gpuplan diagnose: each cause is tested by the model (what-ifs, memory, checkpoint size), ranked.
+#include <gtest/gtest.h>
+
+#include "../test_util.h"
+#include "gpuplan/diagnose.h"
+#include "gpuplan/report.h"
+
+namespace gpuplan {
+namespace {
+
+using testing_util::MakeJob;
+
+const Catalog& Cat() {
+  static const Catalog c = *LoadCatalog();
+  return c;
+}
+
+Diagnosis DiagnoseJob(const Job& j, const Observations& o) {
+  auto d = Diagnose(j, Cat(), Calibration::Builtin(), o);
+  EXPECT_TRUE(d.ok()) << d.status().ToString();
+  return d.ok() ? *d : Diagnosis{};
+}
+
+const Cause* Find(const Diagnosis& d, const std::string& id) {
+  for (const auto& c : d.causes)
+    if (c.id == id) return &c;
+  return nullptr;
+}
+
+const Job& MultiNode() {
+  static const Job j = MakeJob("model: {preset: llama-3-8b}\nparallel: {zero: 1}\ncluster: {gpu: a100-sxm-80gb, num_gpus: 16}\n");
+  return j;
+}
+
+TEST(Diagnose, BusyCpuAndIdleGpuPointAtTheDataLoaderFirst) {
+  Observations o;
+  o.gpu_util_pct = 30;
+  o.cpu_util_pct = 97;
+  o.host_cores_per_gpu = 4;
+  o.loader_tokens_per_s_per_core = 500;  // the expected ~3,100 tokens/s per GPU then need > 6 cores
+  const Diagnosis d = DiagnoseJob(MultiNode(), o);
+  ASSERT_FALSE(d.causes.empty());
+  EXPECT_EQ(d.causes.front().id, "data_loader");
+  EXPECT_GE(d.causes.front().score, 0.9);
+  const double per_gpu = d.expected_tokens_per_s / 16;
+  EXPECT_NE(d.causes.front().evidence.find(FormatNumber("%.1f", per_gpu / 500)), std::string::npos) << d.causes.front().evidence;
+  ASSERT_NE(Find(d, "host_cores"), nullptr);  // 4 < the seed's 16 per GPU
+}
+
+TEST(Diagnose, NcclOnSocketsIsNoRdmaAndTheTcpWhatIfIsSlower) {
+  Observations o;
+  o.nccl_transport = "NET/Socket";
+  o.nccl_transport_from = {"nccl.log", 42, ""};
+  o.symptoms = {Symptom::kSlowMultinode};
+  const Diagnosis d = DiagnoseJob(MultiNode(), o);
+  ASSERT_FALSE(d.causes.empty());
+  EXPECT_EQ(d.causes.front().id, "network_no_rdma");
+  EXPECT_NE(d.causes.front().evidence.find("nccl.log:42"), std::string::npos);
+  EXPECT_NE(d.causes.front().evidence.find("TCP sockets"), std::string::npos);
+}
+
+TEST(Diagnose, AMeasurementMatchingTheTcpWhatIfRaisesTheNoRdmaCause) {
+  Observations slow, fine;
+  const Diagnosis base = DiagnoseJob(MultiNode(), {});
+  slow.tokens_per_s = base.expected_tokens_per_s * 0.22;  // near the TCP what-if
+  fine.tokens_per_s = base.expected_tokens_per_s * 0.75;
+  const Diagnosis ds = DiagnoseJob(MultiNode(), slow), df = DiagnoseJob(MultiNode(), fine);
+  const Cause* a = Find(ds, "network_no_rdma");
+  const Cause* b = Find(df, "network_no_rdma");
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_GT(a->score, b->score);
+}
+
+TEST(Diagnose, OomThatTheModelPredictsComesWithSavingSteps) {
+  const Job j = MakeJob("model: {preset: llama-2-7b}\ncluster: {gpu: rtx4090, num_gpus: 1}\ntraining: {seq_len: 4096}\n");
+  Observations o;
+  o.symptoms = {Symptom::kOom};
+  const Diagnosis d = DiagnoseJob(j, o);
+  const Cause* c = Find(d, "oom_model");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(d.causes.front().id, "oom_model");
+  EXPECT_NE(c->evidence.find("rtx4090"), std::string::npos);
+}
+
+TEST(Diagnose, OomThatTheModelSaysFitsIsAboutPeaksAndTheBand) {
+  const Job j = MakeJob("model: {preset: llama-3-8b}\ncluster: {gpu: a100-sxm-80gb, num_gpus: 1}\ntraining: {method: lora}\n");
+  Observations o;
+  o.symptoms = {Symptom::kOom};
+  const Diagnosis d = DiagnoseJob(j, o);
+  EXPECT_EQ(Find(d, "oom_model"), nullptr);
+  ASSERT_NE(Find(d, "oom_fragmentation"), nullptr);
+}
+
+TEST(Diagnose, Fp16NanOnABf16GpuSaysBf16) {
+  const Job j = MakeJob("model: {preset: llama-3-8b}\ntraining: {precision: fp16}\ncluster: {gpu: a100-sxm-80gb, num_gpus: 8}\nparallel: {zero: 3}\n");
+  Observations o;
+  o.symptoms = {Symptom::kLossNan};
+  const Diagnosis d = DiagnoseJob(j, o);
+  const Cause* c = Find(d, "fp16_overflow");
+  ASSERT_NE(c, nullptr);
+  EXPECT_NE(c->fix.find("bf16"), std::string::npos);
+}
+
+TEST(Diagnose, AMeasurementInsideTheBandIsNoAnomaly) {
+  const Diagnosis base = DiagnoseJob(MultiNode(), {});
+  ASSERT_TRUE(base.causes.empty());
+  Observations o;
+  o.tokens_per_s = base.expected_tokens_per_s * 0.97;
+  const Diagnosis d = DiagnoseJob(MultiNode(), o);
+  ASSERT_NE(Find(d, "within_band"), nullptr);
+  EXPECT_EQ(Find(d, "network_slow"), nullptr);
+}
+
+TEST(Diagnose, CheckpointSlowerThanTheStorageIsSmallFiles) {
+  const Job j = MakeJob("model: {preset: llama-3-8b}\nparallel: {zero: 3}\ncluster: {gpu: h100-sxm-80gb, num_gpus: 8, storage: aws-fsx-lustre-persistent2-ssd-125}\n");
+  Observations o;
+  o.symptoms = {Symptom::kSlowCheckpoint};
+  const Diagnosis dq = DiagnoseJob(j, o);
+  const Cause* quick = Find(dq, "checkpoint_storage");
+  ASSERT_NE(quick, nullptr);
+  o.checkpoint_s = 1e6;
+  const Diagnosis dslow = DiagnoseJob(j, o);
+  const Cause* slow = Find(dslow, "checkpoint_storage");
+  ASSERT_NE(slow, nullptr);
+  EXPECT_GT(slow->score, quick->score);
+  EXPECT_NE(slow->evidence.find("IOPS"), std::string::npos);
+}
+
+TEST(Diagnose, TrainingLogRatesInSeveralSpellingsAndTheMedian) {
+  auto r = ReadTokensPerSecond("step 1 loss 2.3 tokens/s: 4,000\nstep 2 | 4100 tok/s\nstep 3 tps=4,200.5\nnoise\n", "train.log");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->lines, 3);
+  EXPECT_DOUBLE_EQ(r->tokens_per_s, 4100);
+  EXPECT_EQ(r->where.line, 2);
+  auto none = ReadTokensPerSecond("loss 2.3\nloss 2.2\n", "empty.log");
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().location().file, "empty.log");
+}
+
+}  // namespace
+}  // namespace gpuplan

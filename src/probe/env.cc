@@ -1,2 +1,196 @@
-// PLACEHOLDER (issue 11, being written).
-namespace gpuplan {}
+// The Env behind `gpuplan probe`: the real machine (files, PATH, fork+exec) and a recorded tree.
+#include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "gpuplan/csv.h"
+#include "gpuplan/probe.h"
+#include "gpuplan/strings.h"
+
+extern char** environ;
+
+namespace gpuplan {
+
+namespace {
+
+Result<std::string> ReadWholeFile(const std::string& real_path, const std::string& shown_path) {
+  std::ifstream in(real_path, std::ios::binary);
+  if (!in) return Status::BadInput({shown_path, 0, ""}, std::string("cannot read: ") + std::strerror(errno));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  // sysfs attributes a driver cannot answer (a NIC's speed with the link down) fail on read.
+  if (in.bad()) return Status::BadInput({shown_path, 0, ""}, "read error (the driver reports no value)");
+  return ss.str();
+}
+
+Result<std::vector<std::string>> ListRealDir(const std::string& real_path, const std::string& shown_path) {
+  std::error_code ec;
+  std::vector<std::string> names;
+  for (std::filesystem::directory_iterator it(real_path, ec), end; !ec && it != end; it.increment(ec))
+    names.push_back(it->path().filename().string());
+  if (ec) return Status::BadInput({shown_path, 0, ""}, "cannot list: " + ec.message());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+class RealEnv : public Env {
+ public:
+  Result<std::string> ReadFile(const std::string& path) override { return ReadWholeFile(path, path); }
+  Result<std::vector<std::string>> ListDir(const std::string& path) override { return ListRealDir(path, path); }
+
+  bool HasProgram(const std::string& name) override { return !FindProgram(name).empty(); }
+
+  Result<RunResult> Run(const std::vector<std::string>& argv) override {
+    if (argv.empty()) return Status::Internal("Run: empty argv");
+    const std::string exe = FindProgram(argv[0]);
+    if (exe.empty()) return Status::BadInput({"", 0, argv[0]}, "not found (not installed, or not on PATH)");
+    int out_pipe[2], err_pipe[2];
+    if (pipe2(out_pipe, O_CLOEXEC) != 0) return Status::Internal(std::string("pipe: ") + std::strerror(errno));
+    if (pipe2(err_pipe, O_CLOEXEC) != 0) {
+      close(out_pipe[0]), close(out_pipe[1]);
+      return Status::Internal(std::string("pipe: ") + std::strerror(errno));
+    }
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&fa, out_pipe[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, err_pipe[1], 2);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    pid_t pid = 0;
+    int rc = posix_spawn(&pid, exe.c_str(), &fa, nullptr, args.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(out_pipe[1]), close(err_pipe[1]);
+    if (rc != 0) {
+      close(out_pipe[0]), close(err_pipe[0]);
+      return Status::BadInput({"", 0, argv[0]}, std::string("cannot run: ") + std::strerror(rc));
+    }
+    RunResult r;
+    Drain(out_pipe[0], err_pipe[0], r);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    return r;
+  }
+
+ private:
+  static std::string FindProgram(const std::string& name) {
+    if (name.find('/') != std::string::npos) return access(name.c_str(), X_OK) == 0 ? name : "";
+    const char* path = std::getenv("PATH");
+    std::stringstream ss(path ? path : "/usr/local/bin:/usr/bin:/bin");
+    std::string dir;
+    while (std::getline(ss, dir, ':')) {
+      if (dir.empty()) continue;
+      std::string p = dir + "/" + name;
+      if (access(p.c_str(), X_OK) == 0 && !std::filesystem::is_directory(p)) return p;
+    }
+    return "";
+  }
+
+  // Reads both pipes to their end (poll, so a full stderr pipe cannot block the child).
+  static void Drain(int out_fd, int err_fd, RunResult& r) {
+    pollfd fds[2] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}};
+    std::string* sinks[2] = {&r.out, &r.err};
+    int open_fds = 2;
+    char buf[65536];
+    while (open_fds > 0) {
+      if (poll(fds, 2, -1) < 0) {
+        if (errno == EINTR) continue;
+        break;
+      }
+      for (int i = 0; i < 2; ++i) {
+        if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+        ssize_t n = read(fds[i].fd, buf, sizeof buf);
+        if (n > 0) {
+          sinks[i]->append(buf, static_cast<size_t>(n));
+        } else if (n == 0 || errno != EINTR) {
+          close(fds[i].fd);
+          fds[i].fd = -1;
+          --open_fds;
+        }
+      }
+    }
+  }
+};
+
+class RecordedEnv : public Env {
+ public:
+  RecordedEnv(std::string root, std::map<std::string, std::pair<std::string, int>> commands)
+      : root_(std::move(root)), commands_(std::move(commands)) {}
+
+  Result<std::string> ReadFile(const std::string& path) override { return ReadWholeFile(root_ + "/fs" + path, path); }
+  Result<std::vector<std::string>> ListDir(const std::string& path) override {
+    return ListRealDir(root_ + "/fs" + path, path);
+  }
+  bool HasProgram(const std::string& name) override {
+    for (const auto& [line, file] : commands_)
+      if (line == name || line.rfind(name + " ", 0) == 0) return true;
+    return false;
+  }
+  Result<RunResult> Run(const std::vector<std::string>& argv) override {
+    if (argv.empty()) return Status::Internal("Run: empty argv");
+    std::string line;
+    for (const auto& a : argv) line += (line.empty() ? "" : " ") + a;
+    auto it = commands_.find(line);
+    if (it == commands_.end()) {
+      if (HasProgram(argv[0]))
+        return Status::BadInput({root_ + "/commands/index.tsv", 0, argv[0]}, "no recorded output for '" + line + "'");
+      return Status::BadInput({"", 0, argv[0]}, "not found (not installed, or not on PATH)");
+    }
+    auto text = ReadWholeFile(root_ + "/commands/" + it->second.first, "commands/" + it->second.first);
+    if (!text.ok()) return text.status();
+    RunResult r;
+    r.exit_code = it->second.second;
+    (r.exit_code == 0 ? r.out : r.err) = *text;
+    return r;
+  }
+
+ private:
+  std::string root_;
+  std::map<std::string, std::pair<std::string, int>> commands_;  // argv line -> (file, exit code)
+};
+
+}  // namespace
+
+std::unique_ptr<Env> NewRealEnv() { return std::make_unique<RealEnv>(); }
+
+Result<std::unique_ptr<Env>> NewRecordedEnv(const std::string& root) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(root + "/fs", ec))
+    return Status::BadInput({root, 0, ""}, "not a recorded machine (no fs/ folder)");
+  std::map<std::string, std::pair<std::string, int>> commands;
+  const std::string index = root + "/commands/index.tsv";
+  if (std::filesystem::exists(index, ec)) {
+    auto text = ReadTextFile(index);
+    if (!text.ok()) return text.status();
+    std::istringstream in(*text);
+    std::string line;
+    for (int n = 1; std::getline(in, line); ++n) {
+      if (line.empty() || line[0] == '#') continue;
+      std::vector<std::string> cols;
+      std::stringstream ls(line);
+      for (std::string c; std::getline(ls, c, '\t');) cols.push_back(c);
+      if (cols.size() != 3)
+        return Status::BadInput({index, n, ""}, "expected 'COMMAND<TAB>FILE<TAB>EXIT_CODE', got " + std::to_string(cols.size()) + " fields");
+      auto code = ParseInteger(cols[2], {index, n, "exit_code"}, 0, 255);
+      if (!code.ok()) return code.status();
+      commands[cols[0]] = {cols[1], static_cast<int>(*code)};
+    }
+  }
+  return std::unique_ptr<Env>(std::make_unique<RecordedEnv>(root, std::move(commands)));
+}
+
+}  // namespace gpuplan

@@ -124,8 +124,10 @@ Artifact Sbatch(const LaunchPlan& p, const Catalog& catalog) {
   s += "  echo \"gpuplan.sbatch: no launch.sh in $GPUPLAN_DIR: submit from the export directory or set GPUPLAN_DIR\" >&2\n";
   s += "  exit 1\n";
   s += "fi\n";
-  s += "# The rendezvous: the first node of the allocation hosts it; the same id on every node.\n";
-  s += "GPUPLAN_HEAD=\"$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n1)\"\n";
+  s += "# The rendezvous: the first node of the allocation hosts it; the same id on every node. (The\n";
+  s += "# first line is cut in bash, not with | head -n1: under pipefail that pipe can die of SIGPIPE.)\n";
+  s += "GPUPLAN_HEAD=\"$(scontrol show hostnames \"$SLURM_JOB_NODELIST\")\"\n";
+  s += "GPUPLAN_HEAD=\"${GPUPLAN_HEAD%%$'\\n'*}\"\n";
   s += "GPUPLAN_JOB_ID=\"$SLURM_JOB_ID\"\n";
   s += "GPUPLAN_PORT=" + Str(p.port) + "\n";
   s += "export GPUPLAN_DIR GPUPLAN_HEAD GPUPLAN_JOB_ID GPUPLAN_PORT\n";
@@ -205,6 +207,12 @@ std::vector<std::string> PodCommand(const std::string& head, const std::string& 
               std::string(kMountDir) + "/launch.sh"};
 }
 
+void EmitCommand(YAML::Emitter& y, const std::vector<std::string>& words) {
+  y << YAML::Key << "command" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+  for (const auto& w : words) y << YAML::DoubleQuoted << w;
+  y << YAML::EndSeq;
+}
+
 Artifact ConfigMap(const LaunchPlan& p, const std::vector<Artifact>& engine_files) {
   YAML::Emitter y;
   y << YAML::BeginMap;
@@ -233,7 +241,7 @@ Artifact TrainJob(const LaunchPlan& p, const std::vector<FabricSetting>& fabric,
   y << YAML::Key << "trainer" << YAML::Value << YAML::BeginMap;
   y << YAML::Key << "image" << YAML::Value << Image(p);
   if (p.image.empty()) y << YAML::Comment("a container image with torch, the engine and " + p.script);
-  y << YAML::Key << "command" << YAML::Value << YAML::Flow << PodCommand("PET_MASTER_ADDR", "PET_MASTER_PORT", "PET_NODE_RANK");
+  EmitCommand(y, PodCommand("PET_MASTER_ADDR", "PET_MASTER_PORT", "PET_NODE_RANK"));
   y << YAML::Key << "numNodes" << YAML::Value << p.nodes;
   y << YAML::Key << "numProcPerNode" << YAML::Value << p.gpus_per_node;
   y << YAML::Key << "resourcesPerNode" << YAML::Value << YAML::BeginMap;
@@ -272,7 +280,7 @@ void EmitReplica(YAML::Emitter& y, const std::string& role, int64_t replicas, co
   y << YAML::Key << "containers" << YAML::Value << YAML::BeginSeq << YAML::BeginMap;
   y << YAML::Key << "name" << YAML::Value << "pytorch";
   y << YAML::Key << "image" << YAML::Value << Image(p);
-  y << YAML::Key << "command" << YAML::Value << YAML::Flow << PodCommand("MASTER_ADDR", "MASTER_PORT", "RANK");
+  EmitCommand(y, PodCommand("MASTER_ADDR", "MASTER_PORT", "RANK"));
   y << YAML::Key << "resources" << YAML::Value << YAML::BeginMap;
   EmitLimits(y, p, d);
   y << YAML::EndMap;

@@ -117,6 +117,9 @@ std::string CannotMegatron(const LaunchPlan& p) {
   if (IsAdapterMethod(j.training.method))
     return Refuse(f, "adapter training (pretrain_gpt.py has no LoRA)", "training.method", ToString(j.training.method),
                   "--to deepspeed or --to accelerate with PEFT in the script");
+  if (j.arch.position == PositionKind::kAlibi)
+    return Refuse(f, "ALiBi positions (--position-embedding-type: rope, learned_absolute, ...)", "model.position", "alibi",
+                  "--to deepspeed or --to accelerate");
   if (q.offload == Offload::kOptimizerParams)
     return Refuse(f, "parameter offload (only the optimizer offloads: --optimizer-cpu-offload)", "parallel.offload", "optimizer+params",
                   "--to deepspeed or --to accelerate");
@@ -203,6 +206,7 @@ Artifact LaunchSh(const LaunchPlan& p, const LaunchSpec& l) {
   s += EnvDefaults(p);
   s += "TORCHRUN=\"${TORCHRUN:-torchrun}\"\n";
   for (const auto& x : l.pre) s += x + "\n";
+  // Underscore spellings: every torchrun takes them; the dash ones only PyTorch 2.x (Debian 12 ships 1.13).
   s += "$TORCHRUN --nnodes " + Str(p.nodes) + " --nproc_per_node " + Str(p.gpus_per_node) +
        " --rdzv_backend c10d --rdzv_endpoint \"$GPUPLAN_HEAD:$GPUPLAN_PORT\" --rdzv_id \"$GPUPLAN_JOB_ID\" \\\n  " +
        ScriptWords(l.script, l.script_args);
@@ -619,7 +623,9 @@ std::string TitanModel(const Job& j) {
     s += "# layers " + Str(a.layers) + ", hidden " + Str(a.hidden) + ", heads " + Str(a.heads) + ", kv_heads " + Str(a.KvHeads()) +
          ", ffn " + Str(a.Ffn()) + ", vocab " + Str(a.vocab) + (a.IsMoe() ? ", experts " + Str(a.experts) + " top-" + Str(a.experts_per_token) : "") +
          ", and name it here.\n";
-    s += "name = \"llama3\"\nflavor = \"gpuplan-custom\"\n";
+    // The torchtitan model family the shape belongs to (v0.2.x ships llama3, qwen3, deepseek_v3).
+    const bool qwen3 = a.name.rfind("qwen3", 0) == 0;
+    s += std::string("name = \"") + (a.IsMla() ? "deepseek_v3" : qwen3 ? "qwen3" : "llama3") + "\"\nflavor = \"gpuplan-custom\"\n";
   }
   if (j.training.precision == Precision::kFp8)
     s += j.training.fp8_recipe == Fp8Recipe::kMxfp8 ? "converters = [\"quantize.linear.mx\"]\n" : "converters = [\"quantize.linear.float8\"]\n";

@@ -455,6 +455,19 @@ parallel: {zero: 1}
   EXPECT_EQ(Overrides(f)["mixed_precision"], "bf16_with_fp8_delayed_scaling_mixed");
 }
 
+TEST(ExportMegatron, RefusesWhatPretrainGptCannotRun) {
+  const std::string alibi = CannotExpress(ExportFormat::kMegatron, MakePlan("model: {preset: mpt-7b}\ncluster: {num_gpus: 8}\nparallel: {zero: 1}\n"));
+  EXPECT_NE(alibi.find("model.position alibi"), std::string::npos) << alibi;
+  const std::string lora = CannotExpress(
+      ExportFormat::kMegatron, MakePlan("model: {preset: llama-3-8b}\ntraining: {method: lora}\ncluster: {num_gpus: 8}\nparallel: {zero: 1}\n"));
+  EXPECT_NE(lora.find("training.method lora"), std::string::npos) << lora;
+  const std::string rowwise = CannotExpress(ExportFormat::kMegatron, MakePlan(J2x8("zero: 1", "precision: fp8, fp8_recipe: rowwise")));
+  EXPECT_NE(rowwise.find("training.fp8_recipe rowwise"), std::string::npos) << rowwise;
+  auto r = ExportEngine(ExportFormat::kMegatron, MakePlan(J2x8("zero: 1", "precision: fp8, fp8_recipe: rowwise")), Cat());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kBadInput);
+}
+
 // ---- torchtitan ----
 
 toml::table Titan(const Files& f) {
@@ -533,6 +546,9 @@ parallel: {zero: 3}
       Export(ExportFormat::kTorchtitan, MakePlan("model: {preset: mistral-7b}\ncluster: {num_gpus: 8}\nparallel: {zero: 3}\n"))["torchtitan.toml"]
           .content;
   EXPECT_NE(text.find("register it"), std::string::npos);
+  const toml::table q = Titan(Export(ExportFormat::kTorchtitan, MakePlan("model: {preset: qwen3-8b}\ncluster: {num_gpus: 8}\nparallel: {zero: 3}\n")));
+  EXPECT_EQ(S(q, "model.name"), "qwen3");
+  EXPECT_EQ(S(q, "model.flavor"), "gpuplan-custom");
   EXPECT_NE(text.find("layers 32, hidden 4096"), std::string::npos);
 }
 

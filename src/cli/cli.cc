@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "gpuplan/job_keys.h"
+#include "gpuplan/launch.h"
 #include "gpuplan/strings.h"
 
 namespace gpuplan::cli {
@@ -92,6 +93,24 @@ Result<Job> LoadJob(const Args& args, bool finalize) {
   for (const auto& [key, value] : args.job_flags) {
     GPUPLAN_RETURN_IF_ERROR(SetJobKey(job, key, value, {"command line", 0, "--" + FindJobKey(key)->flag}));
   }
+  // --from FILE (repeatable, read in order): configs read by `gpuplan import` fill in every key the
+  // job file and the flags leave unset; a key the job file or a flag sets wins over the configs, and
+  // both resolve the configs' "auto" values (docs/export.md "Import"). What was not applied goes to stderr.
+  if (auto from = args.flags.find("from"); from != args.flags.end() && !from->second.empty()) {
+    auto imported = ImportFiles(from->second, job);
+    if (!imported.ok()) return imported.status();
+    auto say = [](const char* what, const std::vector<ImportNote>& notes) {
+      for (const auto& n : notes)
+        std::fprintf(stderr, "gpuplan: --from: %s%s%s: %s%s\n", n.where.file.c_str(),
+                     n.where.line > 0 ? (":" + std::to_string(n.where.line)).c_str() : "", n.where.key.empty() ? "" : (": " + n.where.key).c_str(),
+                     what, n.message.c_str());
+    };
+    say("unknown, not applied: ", imported->unknown);
+    say("unresolved: ", imported->unresolved);
+    const std::string source = job.source;
+    job = std::move(imported).value().job;
+    job.source = source;
+  }
   if (finalize) GPUPLAN_RETURN_IF_ERROR(FinalizeJob(job));
   else GPUPLAN_RETURN_IF_ERROR(ApplyDatasetSize(job));
   return job;
@@ -129,6 +148,7 @@ const std::vector<FlagSpec>& JobCommandFlags() {
       {"format", true, "text|md|json (default text)"},
       {"catalog", true, "extra catalog CSV (GPUs, links, instances, storage); repeatable"},
       {"calibration", true, "calibration CSV overriding data/calibration.csv and data/efficiency.csv"},
+      {"from", true, "a config to start from (ds_config.json, accelerate YAML, torchtitan TOML, Megatron or launch command line, as `gpuplan import` reads it); repeatable; the job file and flags win over it"},
       {"help", false, "this help"},
   };
   return flags;

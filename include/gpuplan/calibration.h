@@ -2,11 +2,16 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 
+#include "gpuplan/csv.h"
 #include "gpuplan/status.h"
 
 namespace gpuplan {
+
+// The range a calibration key may take (its rule in src/core/calibration.cc); nullopt = not a key.
+std::optional<NumberRange> CalibrationKeyRange(const std::string& key);
 
 class Calibration {
  public:

@@ -15,9 +15,11 @@ int CmdPlan(const std::vector<std::string>& argv);
 int CmdExport(const std::vector<std::string>& argv);
 int CmdImport(const std::vector<std::string>& argv);
 int CmdVerify(const std::vector<std::string>& argv);
+int CmdChecklist(const std::vector<std::string>& argv);
 int CmdProbe(const std::vector<std::string>& argv);
 int CmdLedger(const std::vector<std::string>& argv);
 int CmdDiagnose(const std::vector<std::string>& argv);
+int CmdCalibrate(const std::vector<std::string>& argv);
 
 // Prints a Status as "gpuplan: file:line: key: reason" and returns its exit code.
 int Fail(const class Status& st);

@@ -178,6 +178,12 @@ Status LoadInto(const CsvTable& t, std::map<std::string, double>& out, const std
 }
 }  // namespace
 
+std::optional<NumberRange> CalibrationKeyRange(const std::string& key) {
+  const KeyRule* r = FindRule(key);
+  if (!r) return std::nullopt;
+  return r->range;
+}
+
 Result<Calibration> Calibration::Load(const std::string& override_file) {
   Calibration c;
   for (const char* name : {"calibration.csv", "efficiency.csv", "frameworks.csv"}) {

@@ -77,7 +77,7 @@ Result<LaunchPlan> FromPlanJson(const std::string& path, int64_t index, const Co
 }
 
 // The planner's row: --plan N as shown by `gpuplan plan`, else the best the engine can express.
-Result<LaunchPlan> FromPlanner(const Args& args, const Context& ctx, ExportFormat engine, int threads) {
+Result<LaunchPlan> FromPlanner(const Args& args, const Context& ctx, std::optional<ExportFormat> fixed, int threads) {
   PlanOptions opt;
   opt.threads = threads;
   const std::string src = ctx.job.source.empty() ? "the command line" : ctx.job.source;
@@ -89,10 +89,12 @@ Result<LaunchPlan> FromPlanner(const Args& args, const Context& ctx, ExportForma
     auto n = ParseInteger(args.Get("plan"), Flag("plan"), 1, static_cast<int64_t>(result->plans.size()));
     if (!n.ok()) return n.status();
     LaunchPlan lp = LaunchPlanFromPlan(result->plans[static_cast<size_t>(*n - 1)], ctx.catalog, "plan #" + std::to_string(*n) + " of " + src);
-    GPUPLAN_RETURN_IF_ERROR(Expressible(engine, lp, "plan #" + std::to_string(*n)));
+    GPUPLAN_RETURN_IF_ERROR(Expressible(fixed ? *fixed : DefaultEngine(lp.job), lp, "plan #" + std::to_string(*n)));
     return lp;
   }
   LaunchPlan best = LaunchPlanFromPlan(result->plans.front(), ctx.catalog, "plan #1 of " + src);
+  // A wrapper without --engine runs the engine that can express the best plan.
+  const ExportFormat engine = fixed ? *fixed : DefaultEngine(best.job);
   const std::string why = CannotExpress(engine, best);
   if (why.empty()) return best;
   // The best setup uses what the engine cannot say: plan again with the engine's pins.
@@ -183,7 +185,11 @@ int CmdExport(const std::vector<std::string>& argv) {
   }
   auto ctx = LoadContext(ctx_args, /*finalize_job=*/false);
   if (!ctx.ok()) return Fail(ctx.status(), json);
-  const ExportFormat run_engine = IsEngine(*format) ? *format : engine ? *engine : DefaultEngine(ctx->job);
+  // The engine that must express the layout: the format itself, torchrun for fabric.env (it needs
+  // none), --engine for a wrapper, else (nullopt) the one the chosen plan's layout and framework need.
+  const std::optional<ExportFormat> fixed_engine = IsEngine(*format)                 ? std::optional<ExportFormat>(*format)
+                                                   : *format == ExportFormat::kFabric ? std::optional<ExportFormat>(ExportFormat::kTorchrun)
+                                                                                      : engine;
 
   Result<LaunchPlan> lp = Status::Internal("no plan chosen");
   if (plan_json) {
@@ -195,7 +201,7 @@ int CmdExport(const std::vector<std::string>& argv) {
     }
     lp = FromPlanJson(args->positional[0], index, *ctx);
     if (lp.ok()) {
-      if (Status st = Expressible(IsEngine(*format) ? *format : engine ? *engine : DefaultEngine(lp->job), *lp, lp->origin); !st.ok())
+      if (Status st = Expressible(fixed_engine ? *fixed_engine : DefaultEngine(lp->job), *lp, lp->origin); !st.ok())
         return Fail(st, json);
     }
   } else if (ctx->job.IsSet("cluster.num_gpus") && !args->Has("plan")) {
@@ -204,11 +210,11 @@ int CmdExport(const std::vector<std::string>& argv) {
     const std::string src = job.source.empty() ? "the command line" : job.source;
     lp = LaunchPlanFromJob(job, ctx->catalog, ctx->cal, "pinned job " + src, args->Get("instance"));
     if (lp.ok())
-      if (Status st = Expressible(run_engine, *lp, "the pinned job"); !st.ok()) return Fail(st, json);
+      if (Status st = Expressible(fixed_engine ? *fixed_engine : DefaultEngine(lp->job), *lp, "the pinned job"); !st.ok()) return Fail(st, json);
   } else {
     if (args->Has("instance"))
       return Fail(Status::BadInput(Flag("instance"), "only for a pinned job (set cluster.num_gpus); the planner chooses the instance"), json);
-    lp = FromPlanner(*args, *ctx, run_engine, static_cast<int>(*threads));
+    lp = FromPlanner(*args, *ctx, fixed_engine, static_cast<int>(*threads));
   }
   if (!lp.ok()) return Fail(lp.status(), json);
   if (Status st = ApplyLaunchFlags(*args, lp.value()); !st.ok()) return Fail(st, json);
@@ -244,7 +250,7 @@ int CmdExport(const std::vector<std::string>& argv) {
     return 0;
   }
   std::printf("%s", CommentHeader(*lp, "").c_str());
-  std::printf("wrote %zu files to %s:\n", files->size(), out_dir.c_str());
+  std::printf("wrote %zu file%s to %s:\n", files->size(), files->size() == 1 ? "" : "s", out_dir.c_str());
   for (const auto& f : *files) std::printf("  %s%s\n", f.name.c_str(), f.executable ? " (executable)" : "");
   return 0;
 }

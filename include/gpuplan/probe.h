@@ -130,6 +130,7 @@ MeasurementBatch FactsToBatch(const MachineFacts& facts, const std::string& pool
 struct StorageBenchOptions {
   int64_t size_bytes = 64LL << 20;  // Default: 64 MiB scratch file
   std::string runtime_s = "";       // Default: "" (each job runs through the file once, no time limit)
+  std::string scratch_name = "";    // Default: "" (gpuplan-fio-<pid>.dat; removed afterwards)
 };
 struct FioJobResult {
   std::string name;               // "seq_read", "seq_write", "rand_read_4k"

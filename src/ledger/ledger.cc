@@ -404,8 +404,10 @@ Status Ledger::AddMachine(const std::string& hostname, const std::string& pool, 
   return InTransaction(db_, [&]() -> Status { return EnsureMachine(db_, hostname, pool, facts_json).status(); });
 }
 
-Result<std::vector<int64_t>> Ledger::RecordMeasurements(const MeasurementBatch& batch) {
-  GPUPLAN_RETURN_IF_ERROR(CheckBatch(batch, {}));
+Result<std::vector<int64_t>> Ledger::RecordMeasurements(const MeasurementBatch& given) {
+  GPUPLAN_RETURN_IF_ERROR(CheckBatch(given, {}));
+  MeasurementBatch batch = given;
+  if (!batch.time_utc.empty()) batch.time_utc = *ParseUtcTime(batch.time_utc, {});  // "2026-01-01" -> "...T00:00:00Z"
   std::vector<int64_t> ids;
   Status st = InTransaction(db_, [&]() -> Status {
     ids.clear();
@@ -576,9 +578,13 @@ std::string CsvCell(const std::string& s) {
   return out + "\"";
 }
 
+// The shortest text that reads back as the same double.
 std::string NumberText(double v) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
+  for (int precision = 15; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof buf, "%.*g", precision, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
   return buf;
 }
 }  // namespace

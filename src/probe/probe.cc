@@ -465,7 +465,8 @@ Result<StorageBenchResult> BenchStorage(Env& env, const std::string& dir, const 
   if (!env.ListDir(dir).ok()) return Status::BadInput({dir, 0, "--bench storage"}, "not a folder that can be listed");
   StorageBenchResult r;
   r.path = dir;
-  const std::string file = dir + "/gpuplan-fio-" + std::to_string(getpid()) + ".dat";
+  const std::string file =
+      dir + "/" + (o.scratch_name.empty() ? "gpuplan-fio-" + std::to_string(getpid()) + ".dat" : o.scratch_name);
   struct Job {
     const char* name;
     const char* rw;

@@ -179,13 +179,13 @@ void ParseLspci(const std::vector<Line>& lines, ToolOutput& out) {
     }
     if (f.speed_gt_per_s) {
       Reading* r = add("pcie_speed_gt_per_s", *f.speed_gt_per_s, "GT/s");
-      if (f.downgraded) r->text = "downgraded";
+      if (f.downgraded) r->context["lnksta"] = "downgraded";
       if (cap.speed_gt_per_s) r->context["cap_speed_gt_per_s"] = Num(*cap.speed_gt_per_s);
       if (auto g = PcieGenOf(*f.speed_gt_per_s)) {
         Reading* gr = add("pcie_gen", *g, "gen");
         if (cap.speed_gt_per_s)
           if (auto cg = PcieGenOf(*cap.speed_gt_per_s)) gr->context["cap_gen"] = Num(*cg);
-        if (f.downgraded) gr->text = "downgraded";
+        if (f.downgraded) gr->context["lnksta"] = "downgraded";
       }
     }
     if (f.width) {
@@ -207,15 +207,17 @@ void ParseIbstat(const std::vector<Line>& lines, ToolOutput& out) {
   Builder b(out);
   out.tool = "ibstat";
   std::string ca, port;
-  int cas = 0, ports = 0, first_ca_line = 0;
+  int cas = 0, ports = 0, active_ports = 0, first_ca_line = 0;
   std::map<std::string, std::string> port_fields;
   int port_line = 0;
   auto flush_port = [&]() {
     if (port.empty()) return;
     ++ports;
+    if (port_fields["State"] == "Active") ++active_ports;
     auto ctx = [&](Reading& r) {
       r.context["device"] = ca;
       r.context["port"] = port;
+      if (port_fields.count("State")) r.context["state"] = port_fields["State"];
       if (port_fields.count("Link layer")) r.context["link_layer"] = port_fields["Link layer"];
     };
     if (port_fields.count("State")) ctx(b.AddState("port_state", port_fields["State"], port_line));
@@ -251,6 +253,7 @@ void ParseIbstat(const std::vector<Line>& lines, ToolOutput& out) {
   }
   flush_port();
   b.Add("ca_count", cas, "count", first_ca_line);
+  if (ports > 0) b.Add("ports_active", active_ports, "count", first_ca_line).context["ports"] = std::to_string(ports);
   if (ports == 0)
     b.Warn(0, std::to_string(cas) + " CA line(s) but no 'Port N:' record (filtered output such as `ibstat | grep`): port states and rates unknown");
 }

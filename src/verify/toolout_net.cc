@@ -231,6 +231,46 @@ std::string OpFromText(const std::string& s) {
   return "";
 }
 
+// nccl-tests' bus factor (doc/PERFORMANCE.md): busbw = algbw x 2(n-1)/n for all_reduce, x (n-1)/n for
+// reduce_scatter/all_gather/alltoall, x 1 for sendrecv/broadcast/reduce. When the output does not name
+// the test, the factor seen in its rows (and the redop column: sum only for reductions) says which.
+struct OpGuess {
+  std::string op, why;
+  long long ranks = 0;
+};
+
+OpGuess InferOp(const std::vector<NcclRow>& rows, long long ranks, bool has_sum) {
+  std::vector<double> f;
+  for (const auto& r : rows)
+    if (r.algbw_oop >= 0.5 && r.busbw_oop > 0) f.push_back(r.busbw_oop / r.algbw_oop);
+  if (f.empty()) return {};
+  std::sort(f.begin(), f.end());
+  const double k = f[f.size() / 2];
+  const std::string fs = Num(std::round(k * 1000) / 1000);
+  const std::string reduce_kind = has_sum ? "reduce_scatter" : "all_gather_or_alltoall";
+  if (ranks == 0) {
+    // Solve the factor for n; above 16 ranks neighbouring n differ by less than the printed digits.
+    auto solve = [&](double n) -> long long { return n <= 16.5 && std::abs(n - std::round(n)) < 0.05 * n ? std::llround(n) : 0; };
+    if (k > 1.02 && k < 2.001) {
+      const long long n = k < 1.999 ? solve(2 / (2 - k)) : 0;
+      return {"all_reduce", "bus factor " + fs + " = 2(n-1)/n" + (n ? " with n = " + std::to_string(n) : ", between 1 and 2: only all_reduce's is"), n};
+    }
+    if (k > 0 && k < 0.98) {
+      const long long n = solve(1 / (1 - k));
+      return {reduce_kind, "bus factor " + fs + " = (n-1)/n" + (n ? " with n = " + std::to_string(n) : "") + (has_sum ? " and a sum reduction" : ", no reduction"), n};
+    }
+    return {};  // factor 1: all_reduce on 2 ranks or sendrecv; the output does not say which
+  }
+  if (ranks < 2) return {};
+  const double n = static_cast<double>(ranks);
+  auto near = [&](double x) { return std::abs(k - x) <= 0.02 * x; };
+  const std::string with = " with n = " + std::to_string(ranks);
+  if (near(2 * (n - 1) / n) && !near(1)) return {"all_reduce", "bus factor " + fs + " = 2(n-1)/n" + with, ranks};
+  if (near((n - 1) / n)) return {reduce_kind, "bus factor " + fs + " = (n-1)/n" + with + (has_sum ? " and a sum reduction" : ", no reduction"), ranks};
+  if (near(1) && !near(2 * (n - 1) / n)) return {"sendrecv_or_broadcast", "bus factor 1" + with, ranks};
+  return {};
+}
+
 }  // namespace
 
 void ParseNcclTests(const std::vector<Line>& lines, ToolOutput& out) {
@@ -240,7 +280,7 @@ void ParseNcclTests(const std::vector<Line>& lines, ToolOutput& out) {
   std::string op, variant = "nccl-tests", gpu_name;
   std::set<std::string> hosts;
   long long max_rank = -1, slurm_ntasks = 0, ngpus = 0, rank_lines = 0;
-  bool old_format = false, in_table = false, summary_after_rows = false;
+  bool old_format = false, in_table = false, summary_after_rows = false, has_sum = false;
   int header_line = 0;
   std::vector<NcclRow> rows;
   for (const auto& l : lines) {
@@ -299,6 +339,7 @@ void ParseNcclTests(const std::vector<Line>& lines, ToolOutput& out) {
       continue;
     }
     rows.push_back(*row);
+    for (size_t i = 2; i + 8 < tok.size(); ++i) has_sum = has_sum || tok[i] == "sum";
   }
   if (header_line == 0) {
     b.Warn(0, "'Avg bus bandwidth' without the results table: no per-size numbers");
@@ -343,15 +384,19 @@ void ParseNcclTests(const std::vector<Line>& lines, ToolOutput& out) {
   long long ranks = max_rank >= 0 ? max_rank + 1 : 0;
   if (log.ranks) ranks = log.ranks->first;
   if (ranks == 0 && slurm_ntasks > 0) ranks = slurm_ntasks;
-  ranks = std::max(ranks, ngpus);
+  if (ngpus > 1) ranks = std::max(ranks, ngpus);
   // The hosts of the "# Rank" lines are the nodes only when every rank has its line (excerpts leave some out).
   long long nodes = log.nodes ? log.nodes->first : 0;
   if (nodes == 0 && rank_lines > 0 && rank_lines == ranks) nodes = static_cast<long long>(hosts.size());
   if (nodes == 0 && ngpus > 0 && ranks == ngpus) nodes = 1;  // one process drives every rank
   const long long nodes_seen = std::max<long long>(static_cast<long long>(hosts.size()), static_cast<long long>(log.hosts.size()));
+  OpGuess guess;
+  if (op.empty()) guess = InferOp(rows, ranks, has_sum);
+  if (ranks == 0 && guess.ranks > 0) ranks = guess.ranks;
   for (auto& r : out.readings) {
     r.tool = op.empty() ? variant : op + "_perf";
-    r.context["op"] = op.empty() ? "unknown" : op;
+    r.context["op"] = !op.empty() ? op : !guess.op.empty() ? guess.op : "unknown";
+    if (op.empty() && !guess.op.empty()) r.context["op_from"] = guess.why;
     r.context["variant"] = variant;
     if (ranks > 0) r.context["ranks"] = std::to_string(ranks);
     if (nodes > 0) r.context["nodes"] = std::to_string(nodes);
@@ -440,14 +485,14 @@ void ParsePerftest(const std::vector<Line>& lines, ToolOutput& out) {
       if (out.tool.empty()) out.tool = PerftestTool(t);
       continue;
     }
-    // "Dual-port       : OFF\t\tDevice         : mlx5_5" (two pairs on one line)
-    if (!StartsWith(t, "#") && Contains(t, ":") && !std::isdigit(static_cast<unsigned char>(t.empty() ? ' ' : t[0]))) {
-      ReadPerftestPairs(t, params);
-      continue;
-    }
     if (Contains(t, "Conflicting CPU frequency values detected")) {
       Reading& r = b.AddState("cpu_frequency_not_max", t, l.number);
       r.context["note"] = "perftest measured with a CPU clock below its maximum (governor / power saving)";
+      continue;
+    }
+    // "Dual-port       : OFF\t\tDevice         : mlx5_5" (two pairs on one line)
+    if (!StartsWith(t, "#") && Contains(t, ":") && !std::isdigit(static_cast<unsigned char>(t.empty() ? ' ' : t[0]))) {
+      ReadPerftestPairs(t, params);
       continue;
     }
     if (StartsWith(t, "#bytes")) {

@@ -397,6 +397,14 @@ void ParseNvidiaSmiQuery(const std::vector<Line>& lines, ToolOutput& out) {
     if (!g.empty()) h.context["gpu"] = g;
   }
   if (ecc_total >= 0) b.Add("ecc_uncorrectable", ecc_total, "count", ecc_line);
+  // The capability next to the current value (as lspci's LnkCap): cap_width, cap_gen.
+  for (auto& r : out.readings) {
+    const char* cap = r.metric == "pcie_width" ? "pcie_width_max" : r.metric == "pcie_gen" ? "pcie_gen_max" : nullptr;
+    if (!cap) continue;
+    for (const auto& m : out.readings)
+      if (m.metric == cap && m.context.count("gpu") == r.context.count("gpu") && (!m.context.count("gpu") || m.context.at("gpu") == r.context.at("gpu")))
+        r.context[r.metric == "pcie_width" ? "cap_width" : "cap_gen"] = Num(m.value);
+  }
 }
 
 // ---- nvidia-smi nvlink -s ----

@@ -99,7 +99,12 @@ def check_format(fmt, files, job, expected):
         check(par.get("tensor_parallel_degree", 1) == tp, "torchtitan: tp")
         check(par.get("pipeline_parallel_degree", 1) == pp, "torchtitan: pp")
         check(t["training"]["global_batch_size"] == gb, "torchtitan: global batch")
-        check(t["training"]["local_batch_size"] == mb, "torchtitan: local batch")
+        # With pipeline stages torchtitan splits one local batch into microbatches of
+        # pipeline_parallel_microbatch_size: the local batch is then micro x accumulation.
+        local = mb * accum if pp > 1 else mb
+        check(t["training"]["local_batch_size"] == local, f"torchtitan: local batch {t['training']['local_batch_size']} != {local}")
+        if pp > 1:
+            check(par.get("pipeline_parallel_microbatch_size") == mb, "torchtitan: pipeline microbatch size")
     if fmt == "slurm":
         sb = files["gpuplan.sbatch"]
         check(re.search(rf"^#SBATCH --nodes={nodes}\b", sb, re.M) is not None, "slurm: --nodes")

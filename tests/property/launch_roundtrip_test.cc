@@ -24,7 +24,7 @@ struct Case {
 const std::vector<Case>& Cases() {
   static const std::vector<Case> cases = {
       {ExportFormat::kDeepspeed, {"ds_config.json", "launch.sh"}, true},
-      {ExportFormat::kAccelerate, {"accelerate.yaml"}, true},
+      {ExportFormat::kAccelerate, {"accelerate.yaml", "launch.sh"}, true},  // the batch is the script's args
       {ExportFormat::kMegatron, {"megatron-args.sh", "launch.sh"}, true},
       {ExportFormat::kTorchtitan, {"torchtitan.toml", "launch.sh"}, true},
       {ExportFormat::kTorchrun, {"launch.sh"}, false},

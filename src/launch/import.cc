@@ -1335,7 +1335,10 @@ Result<ShellReader::Exp> ShellReader::Expand(bool quoted) {
     if (!inner.ok()) return inner.status();
     // $(dirname "$0") and $(cd "$(dirname "$0")" && pwd): the directory of this file.
     if (inner->find("dirname") != std::string::npos && (inner->find("$0") != std::string::npos || inner->find("BASH_SOURCE") != std::string::npos)) {
-      e.text = DirOf(file_).string();
+      std::error_code ec;  // absolute: the names built from it are not relative to the file a second time
+      const fs::path abs = fs::absolute(DirOf(file_), ec);
+      e.text = (ec ? DirOf(file_) : abs.lexically_normal()).string();
+      if (e.text.size() > 1 && e.text.back() == '/') e.text.pop_back();
       return e;
     }
     e.text = "$(" + *inner + ")";
@@ -2684,7 +2687,7 @@ Status Importer::ResolveBatch(Job& job) {
       Note(B->where, "auto: global batch " + Str(*b) + " = micro-batch " + Str(*m) + " x accumulation " + Str(g.value_or(1)) + " x " + dp_how);
     } else {
       Unresolved(B->where, std::string("auto: needs the micro-batch") + (m ? "" : " (unknown)") + " and the number of GPUs" +
-                               (dp > 0 ? "" : " (unknown: a launch line or --num-gpus gives it)") + "; the job keeps micro-batch x dp (no accumulation)");
+                               (dp > 0 ? "" : " (unknown: a launch line or --num-gpus gives it)") + "; the job keeps gpuplan's default (global batch = micro-batch x dp, no accumulation)");
     }
   }
   if (!B && !b && g && *g > 1) {
@@ -2793,7 +2796,9 @@ bool HasLauncher(const std::string& text) {
   for (const char* w : {"torchrun", "deepspeed", "accelerate launch", "torch.distributed.run", "torch.distributed.launch"}) {
     for (size_t pos = text.find(w); pos != std::string::npos; pos = text.find(w, pos + 1)) {
       const size_t end = pos + std::strlen(w);
-      const bool start_ok = pos == 0 || std::strchr(" \t\n;&|/\"'({=", text[pos - 1]) != nullptr;
+      // ${TORCHRUN:-torchrun}: a default value is a command word too
+      const bool start_ok = pos == 0 || std::strchr(" \t\n;&|/\"'({=", text[pos - 1]) != nullptr ||
+                            (pos >= 2 && text[pos - 1] == '-' && text[pos - 2] == ':');
       const bool end_ok = end == text.size() || std::strchr(" \t\r\n;&|\"'})", text[end]) != nullptr;
       if (start_ok && end_ok) return true;
     }

@@ -1861,22 +1861,24 @@ Result<std::string> Importer::ReadConfigText(const std::string& value, const Loc
 }
 
 // A value word of a launcher flag: its whole number, or why it is unknown (Unresolved).
-std::optional<int64_t> LaunchInt(Importer& im, const LaunchFlag& f, const std::string& file, const std::string& what, int64_t max) {
+Result<std::optional<int64_t>> LaunchInt(Importer& im, const LaunchFlag& f, const std::string& file, const std::string& what, int64_t max) {
   const Location w{file, f.word.line, "--" + f.norm};
   if (!f.value) {
     im.Unresolved(w, "needs a value; " + what + " stays unknown");
-    return std::nullopt;
+    return std::optional<int64_t>();
   }
   if (!f.value->unresolved.empty()) {
     im.Unresolved(w, f.value->text + ": " + f.value->unresolved + "; " + what + " stays unknown (give it as a flag, e.g. --num-gpus)");
-    return std::nullopt;
+    return std::optional<int64_t>();
+  }
+  auto num = ParseDecimal(f.value->text, w);
+  if (!num.ok()) {  // torchrun's "gpu", "auto": one per device of the machine it runs on
+    im.Unresolved(w, "'" + f.value->text + "' is not a number of " + what + "; it stays unknown (give --gpus-per-node / --num-gpus)");
+    return std::optional<int64_t>();
   }
   auto v = Int(f.value->text, w, 1, max);
-  if (!v.ok()) {
-    im.Unresolved(w, "'" + f.value->text + "' is not a number of " + what + "; it stays unknown (give --gpus-per-node / --num-gpus)");
-    return std::nullopt;
-  }
-  return *v;
+  if (!v.ok()) return v.status();
+  return std::optional<int64_t>(*v);
 }
 
 Status PutWorld(Importer& im, std::optional<int64_t> nodes, const Location& nloc, std::optional<int64_t> procs, const Location& ploc) {
@@ -1906,14 +1908,20 @@ Status Torchrun(Importer& im, const std::vector<LaunchFlag>& flags, const std::v
         im.Note(w, "an elastic range: the job is planned at its largest, " + max + " nodes");
         LaunchFlag g = f;
         g.value->text = max;
-        nodes = LaunchInt(im, g, file, "nodes", 1 << 20);
+        auto v = LaunchInt(im, g, file, "nodes", 1 << 20);
+        if (!v.ok()) return v.status();
+        nodes = *v;
       } else {
-        nodes = LaunchInt(im, f, file, "nodes", 1 << 20);
+        auto v = LaunchInt(im, f, file, "nodes", 1 << 20);
+        if (!v.ok()) return v.status();
+        nodes = *v;
       }
     }
     if (f.norm == "nproc-per-node") {
       ploc = w;
-      procs = LaunchInt(im, f, file, "processes per node", 64);
+      auto v = LaunchInt(im, f, file, "processes per node", 64);
+      if (!v.ok()) return v.status();
+      procs = *v;
     }
   }
   if (ploc.line == 0) {
@@ -1932,8 +1940,18 @@ Status DeepspeedLauncher(Importer& im, const std::vector<LaunchFlag>& flags, con
   std::string hostfile;
   for (const auto& f : flags) {
     const Location w{file, f.word.line, "--" + f.norm};
-    if (f.norm == "num-nodes") nloc = w, nodes = LaunchInt(im, f, file, "nodes", 1 << 20);
-    if (f.norm == "num-gpus" || f.norm == "num-accelerators") ploc = w, procs = LaunchInt(im, f, file, "GPUs per node", 64);
+    if (f.norm == "num-nodes") {
+      nloc = w;
+      auto v = LaunchInt(im, f, file, "nodes", 1 << 20);
+      if (!v.ok()) return v.status();
+      nodes = *v;
+    }
+    if (f.norm == "num-gpus" || f.norm == "num-accelerators") {
+      ploc = w;
+      auto v = LaunchInt(im, f, file, "GPUs per node", 64);
+      if (!v.ok()) return v.status();
+      procs = *v;
+    }
     if ((f.norm == "hostfile" || f.norm == "h") && f.value && f.value->unresolved.empty()) hostfile_at = w, hostfile = f.value->text;
     if (f.norm == "include" || f.norm == "i" || f.norm == "exclude" || f.norm == "e")
       im.Note(w, "a host/GPU filter: not applied (give --num-gpus for the GPUs it leaves)");

@@ -1,0 +1,1 @@
+pretrain_gpt.py --tensor-model-parallel-size nan --micro-batch-size 1

@@ -152,7 +152,7 @@ std::vector<MeasurementBatch> StorageToBatches(const StorageBenchResult& r, cons
 
 // --bench cpu: tokenizing + packing a synthetic corpus in-process (docs/checks.md: method).
 struct CpuBenchOptions {
-  int64_t corpus_bytes_per_thread = 16LL << 20;  // Default: 16 MiB of synthetic text per thread
+  int64_t corpus_bytes_per_thread = 16LL << 20;  // Default: 16 MiB of synthetic text per thread (1 GiB in all at most)
   int threads = 0;                               // Default: 0 (one per online CPU)
   int seq_len_tokens = 2048;                     // Default: 2048 (packed sequence length)
   uint64_t seed = 20261201;                      // Default: fixed (the same corpus every run)

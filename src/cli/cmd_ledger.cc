@@ -173,6 +173,7 @@ int Forget(const Args& a, bool json) {
 
 int Import(const Args& a, bool json) {
   if (a.positional.size() != 2) return Fail(Status::BadInput({"command line", 0, "import"}, "needs one CSV file"), json);
+  if (auto readable = ReadTextFile(a.positional[1]); !readable.ok()) return Fail(readable.status(), json);  // before creating a ledger
   auto l = Ledger::Open(a.Get("ledger", Ledger::DefaultPath()));
   if (!l.ok()) return Fail(l.status(), json);
   int64_t batch = 0;

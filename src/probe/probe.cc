@@ -623,8 +623,10 @@ TokenizeResult TokenizeAndPack(const Vocab& v, std::string_view text, int seq_le
 CpuBenchResult BenchCpu(const CpuBenchOptions& o) {
   const int threads = o.threads > 0 ? o.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   const Vocab vocab = MakeVocab(o.seed);
+  // At most 1 GiB of corpus in all (a 208-thread host gets ~5 MiB per thread, not 3.3 GB).
+  const int64_t per_thread = std::min<int64_t>(o.corpus_bytes_per_thread, (1LL << 30) / threads);
   std::vector<std::string> corpora;
-  for (int t = 0; t < threads; ++t) corpora.push_back(MakeCorpus(vocab, o.corpus_bytes_per_thread, o.seed + 7919 * (t + 1)));
+  for (int t = 0; t < threads; ++t) corpora.push_back(MakeCorpus(vocab, per_thread, o.seed + 7919 * (t + 1)));
   using Clock = std::chrono::steady_clock;
   CpuBenchResult r;
   r.threads = threads;

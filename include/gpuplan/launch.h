@@ -113,6 +113,7 @@ enum class FabricAction {
   kSource,          // source FILE (a cloud's own profile; variable = the file)
   kNote,            // a comment only: what not to set, what to set only when ...
   kK8sResource,     // the pod's RDMA device resource (variable = name, "" = none; value = count or nics_per_node)
+  kK8sGpuResource,  // the pod's accelerator resource name (variable: nvidia.com/gpu, amd.com/gpu, ...)
   kSkyAccelerator,  // SkyPilot's accelerator name for the GPU (value)
   kSkyNetworkTier,  // SkyPilot resources.network_tier (value)
 };

@@ -49,15 +49,22 @@ std::vector<std::pair<std::string, std::string>> PlainEnv(const std::vector<Fabr
 }
 
 // The RDMA device resource per node: name and count ("" = none).
+// The pod's devices per node: the accelerators' resource, and the RDMA device's name and count
+// ("" = none).
 struct Device {
+  std::string gpu_resource;
   std::string name;
   int64_t count = 0;
   std::string why;
 };
-Result<Device> RdmaDevice(const LaunchPlan& plan, const std::vector<FabricSetting>& s) {
+Result<Device> PodDevices(const LaunchPlan& plan, const std::vector<FabricSetting>& s) {
+  const FabricSetting* g = Find(s, FabricAction::kK8sGpuResource);
+  if (g == nullptr)
+    return Status::BadInput({"data/fabric_env.csv", 0, "k8s-gpu-resource"},
+                            "no k8s-gpu-resource row matches GPU '" + plan.job.cluster.gpu + "': the pod's accelerator resource is unknown");
   const FabricSetting* r = Find(s, FabricAction::kK8sResource);
-  if (r == nullptr || r->variable.empty()) return Device{};
-  Device d{r->variable, 0, r->why};
+  if (r == nullptr || r->variable.empty()) return Device{g->variable};
+  Device d{g->variable, r->variable, 0, r->why};
   if (r->value == "nics_per_node") {
     if (plan.nics_per_node <= 0)
       return Status::BadInput({r->where.file, r->where.line, "value"},
@@ -166,7 +173,7 @@ void EmitEnv(YAML::Emitter& y, const std::vector<std::pair<std::string, std::str
 
 void EmitLimits(YAML::Emitter& y, const LaunchPlan& p, const Device& d) {
   y << YAML::Key << "limits" << YAML::Value << YAML::BeginMap;
-  y << YAML::Key << "nvidia.com/gpu" << YAML::Value << p.gpus_per_node;
+  y << YAML::Key << d.gpu_resource << YAML::Value << p.gpus_per_node;
   if (!d.name.empty()) y << YAML::Key << d.name << YAML::Value << d.count << YAML::Comment(d.why);
   y << YAML::EndMap;
 }
@@ -358,7 +365,7 @@ Result<std::vector<Artifact>> WrapperFiles(ExportFormat wrapper, const LaunchPla
     case ExportFormat::kSlurm:
       return std::vector<Artifact>{Sbatch(plan, catalog)};
     case ExportFormat::kKubernetes: {
-      auto device = RdmaDevice(plan, *fabric);
+      auto device = PodDevices(plan, *fabric);
       if (!device.ok()) return device.status();
       return std::vector<Artifact>{TrainJob(plan, *fabric, *device), PyTorchJob(plan, *fabric, *device), ConfigMap(plan, engine_files)};
     }

@@ -36,6 +36,7 @@ constexpr ActionName kActions[] = {
     {FabricAction::kSource, "source"},
     {FabricAction::kNote, "note"},
     {FabricAction::kK8sResource, "k8s-resource"},
+    {FabricAction::kK8sGpuResource, "k8s-gpu-resource"},
     {FabricAction::kSkyAccelerator, "sky-accelerator"},
     {FabricAction::kSkyNetworkTier, "sky-network-tier"},
 };
@@ -102,6 +103,8 @@ Status CheckSetting(const FabricSetting& s, const CsvRecord& rec) {
       if (!n.ok()) return Status::BadInput(rec.Where("value"), "expected a count or nics_per_node, got '" + s.value + "'");
     }
   }
+  if (s.action == FabricAction::kK8sGpuResource && (s.variable.empty() || !SafeText(s.variable, false)))
+    return Status::BadInput(rec.Where("variable"), "expected a Kubernetes resource name, got '" + s.variable + "'");
   if ((s.action == FabricAction::kSkyAccelerator || s.action == FabricAction::kSkyNetworkTier) && (s.value.empty() || !SafeText(s.value, false)))
     return Status::BadInput(rec.Where("value"), "expected a SkyPilot name, got '" + s.value + "'");
   if (s.action == FabricAction::kNote && s.value.find('\n') != std::string::npos)
@@ -128,8 +131,8 @@ Result<FabricRow> ReadRow(const CsvRecord& rec) {
   const std::string action = rec.Str("action");
   auto a = std::find_if(std::begin(kActions), std::end(kActions), [&](const ActionName& x) { return action == x.name; });
   if (a == std::end(kActions))
-    return Status::BadInput(rec.Where("action"), "expected export, default, prepend, source, note, k8s-resource, sky-accelerator or "
-                                                 "sky-network-tier, got '" + action + "'");
+    return Status::BadInput(rec.Where("action"), "expected export, default, prepend, source, note, k8s-resource, k8s-gpu-resource, "
+                                                 "sky-accelerator or sky-network-tier, got '" + action + "'");
   FabricSetting& s = r.setting;
   s.action = a->action;
   s.variable = rec.Str("variable");
@@ -297,7 +300,8 @@ Result<std::vector<FabricSetting>> FabricSettings(const LaunchPlan& plan, const 
   std::vector<FabricSetting> out;
   for (const FabricRow* r : EnvRows(*rows, *key)) out.push_back(r->setting);
   GPUPLAN_RETURN_IF_ERROR(CheckNoTwice(out));
-  for (FabricAction a : {FabricAction::kK8sResource, FabricAction::kSkyAccelerator, FabricAction::kSkyNetworkTier})
+  for (FabricAction a : {FabricAction::kK8sResource, FabricAction::kK8sGpuResource, FabricAction::kSkyAccelerator,
+                        FabricAction::kSkyNetworkTier})
     if (const FabricRow* r = MostSpecific(*rows, *key, a)) out.push_back(r->setting);
   return out;
 }

@@ -271,6 +271,38 @@ TEST(KubernetesWrapper, DeviceResourceFollowsTheFabric) {
             32);
 }
 
+TEST(KubernetesWrapper, AcceleratorResourceFollowsTheVendor) {
+  const YAML::Node amd = Parse(Wrap(ExportFormat::kKubernetes, OnInstance("azure-standard_nd96isr_mi300x_v5", 2))["trainjob.yaml"].content);
+  const YAML::Node limits = amd["spec"]["trainer"]["resourcesPerNode"]["limits"];
+  EXPECT_EQ(limits["amd.com/gpu"].as<int>(), 8);
+  EXPECT_FALSE(limits["nvidia.com/gpu"]);
+  EXPECT_EQ(limits["rdma/rdma_shared_device_a"].as<int>(), 1);  // Azure IB: the generic site-specific row
+}
+
+// Every instance the planner can spread over nodes: each wrapper's files are produced and parse.
+TEST(Wrappers, EveryMultiNodeInstanceExportsAndParses) {
+  int checked = 0;
+  for (const auto& inst : Cat().instances) {
+    if (inst.gpu_count <= 0 || inst.network_link.empty() || inst.network_link == "unknown") continue;
+    SCOPED_TRACE(inst.id);
+    const LaunchPlan p = OnInstance(inst.id, 2);
+    for (ExportFormat w : {ExportFormat::kSlurm, ExportFormat::kKubernetes, ExportFormat::kSkypilot}) {
+      auto r = WrapperFiles(w, p, Cat(), EngineFiles());
+      ASSERT_TRUE(r.ok()) << ToString(w) << ": " << r.status().ToString();
+      for (const auto& a : *r)
+        if (a.name.size() > 5 && a.name.compare(a.name.size() - 5, 5, ".yaml") == 0) {
+          const YAML::Node y = Parse(a.content);
+          EXPECT_TRUE(y.IsMap()) << a.name;
+        }
+    }
+    const YAML::Node t = Parse(Wrap(ExportFormat::kKubernetes, p)["trainjob.yaml"].content);
+    EXPECT_EQ(t["spec"]["trainer"]["numNodes"].as<int>(), 2);
+    EXPECT_EQ(Parse(Wrap(ExportFormat::kSkypilot, p)["sky.yaml"].content)["resources"]["instance_type"].as<std::string>(), inst.instance);
+    ++checked;
+  }
+  EXPECT_GE(checked, 40);
+}
+
 TEST(KubernetesWrapper, NamesAreDnsLabels) {
   LaunchPlan p = Own("tcp-100g");
   p.job_name = "My_Run.7";

@@ -155,7 +155,7 @@ echo "ok: slurmctld and 2 slurmd up ($(sinfo -h -N -o '%N:%T:%G' | tr '\n' ' '))
 # ---- export: a pinned 2 x 2 job, the DeepSpeed engine, the tiny training script ----
 cat >"$T/job.yaml" <<EOF
 model: {preset: gpt2}
-training: {method: full, seq_len: 512, micro_batch: 1, global_batch: $GLOBAL_BATCH, precision: bf16}
+training: {method: full, seq_len: 512, micro_batch: 1, global_batch: $GLOBAL_BATCH, precision: bf16, tokens: 1000000}
 parallel: {tp: 1, pp: 1, zero: 2}
 cluster: {gpu: a10-24gb, num_gpus: $((NODES * NPROC)), gpus_per_node: $NPROC}
 EOF
@@ -166,6 +166,9 @@ OUT="$T/export"
 for f in gpuplan.sbatch launch.sh fabric.env ds_config.json; do [ -f "$OUT/$f" ] || fail "export wrote no $f"; done
 grep -q "^#SBATCH --nodes=$NODES\$" "$OUT/gpuplan.sbatch" || fail "gpuplan.sbatch has no --nodes=$NODES"
 grep -q "^#SBATCH --gpus-per-node=$NPROC\$" "$OUT/gpuplan.sbatch" || fail "gpuplan.sbatch has no --gpus-per-node=$NPROC"
+# A million tokens take minutes: the limit is the 10-minute floor. Its directive carries a trailing
+# comment, as the others do; the job's TimeLimit below shows Slurm read it.
+grep -q "^#SBATCH --time=0-00:10:00  # " "$OUT/gpuplan.sbatch" || fail "gpuplan.sbatch has no --time=0-00:10:00"
 
 cd "$OUT"
 # The directives as this Slurm reads them: a bad one is refused here.
@@ -185,9 +188,12 @@ JOB="$(sed -n 's/^Submitted batch job \([0-9]*\).*/\1/p' "$T/log/sbatch.log")"
 state="$(scontrol show job "$JOB" -o 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\) .* ExitCode=\([0-9:]*\).*/\1 \2/p')"
 LOG="$OUT/gpuplan-slurm-test-$JOB.out"
 [ -f "$LOG" ] || fail "job $JOB wrote no $LOG (state: ${state:-unknown})"
+JOB_DONE="$JOB"
 JOB=""
 [ "$status" -eq 0 ] || { cat "$LOG" >&2; fail "sbatch --wait exited $status (the job's exit code; state: ${state:-unknown})"; }
 [ "$state" = "COMPLETED 0:0" ] || { cat "$LOG" >&2; fail "job ended as '${state:-unknown}', not COMPLETED 0:0"; }
+limit="$(scontrol show job "$JOB_DONE" -o | sed -n 's/.* TimeLimit=\([0-9:-]*\) .*/\1/p')"
+[ "$limit" = "00:10:00" ] || fail "the job's TimeLimit is '$limit', not the exported --time 00:10:00"
 
 grep -q "^gpuplan: job [0-9]* on $NODES node(s) (.*), rendezvous $NODE1:$RDZV_PORT\$" "$LOG" ||
   { cat "$LOG" >&2; fail "the sbatch script did not take the rendezvous from the first node ($NODE1:$RDZV_PORT)"; }

@@ -200,6 +200,8 @@ Keys KeysOf(const Reading& r, const OutputFacts& facts, const VerifyOptions& o) 
     k["plan_intra"] = p.hw.intra.kind;
     k["plan_p2p"] = p.hw.gpu.p2p ? "yes" : "no";
     k["plan_storage"] = p.hw.storage && p.hw.storage->read_bytes_per_s ? "yes" : "no";
+    // A count the output does not give is the plan's (the run is the plan's machine).
+    if (r.kind == ToolKind::kNcclTests && !k.count("ranks")) k["ranks"] = std::to_string(p.plan.nodes * p.plan.gpus_per_node);
   } else {
     k["rdma_expected"] = "yes";
   }
@@ -253,10 +255,10 @@ struct Expected {
 
 std::optional<Collective> CollectiveOf(const std::string& op) {
   if (op == "all_reduce" || op == "unknown" || op.empty()) return Collective::kAllReduce;
-  if (op == "all_gather") return Collective::kAllGather;
+  if (op == "all_gather" || op == "all_gather_or_alltoall") return Collective::kAllGather;  // same bus factor (n-1)/n
   if (op == "reduce_scatter") return Collective::kReduceScatter;
   if (op == "alltoall") return Collective::kAllToAll;
-  if (op == "sendrecv") return Collective::kSendRecv;
+  if (op == "sendrecv" || op == "sendrecv_or_broadcast") return Collective::kSendRecv;
   return std::nullopt;
 }
 
@@ -279,7 +281,7 @@ Expected PlanBusbw(double thr, const Reading& r, const PlanContext& p) {
   const double model = BusBandwidth(*c, bytes, static_cast<int64_t>(n), static_cast<int64_t>(per_node), p.hw) / 1e9;
   if (model <= 0) return {std::nullopt, "", "the model gives no bus bandwidth for it"};
   return {thr * model,
-          Fmt(thr * 100) + "% of " + Fmt(model) + " GB/s, the plan's " + (op == "unknown" ? "all_reduce (op not in the output)" : op) + " bus bandwidth at " +
+          Fmt(thr * 100) + "% of " + Fmt(model) + " GB/s, the plan's " + (op == "unknown" ? "all_reduce (op not in the output)" : op == "all_gather_or_alltoall" ? "all_gather (or alltoall: same bus factor)" : op) + " bus bandwidth at " +
               Bytes(bytes) + " over " + Fmt(n) + " ranks, " + Fmt(per_node) + " per node (" + p.hw.gpu.id + ", " + p.hw.intra.id +
               (p.plan.nodes > 1 ? ", " + p.hw.inter.id : "") + "; docs/model/communication.md)",
           ""};

@@ -76,6 +76,17 @@ Result<Device> PodDevices(const LaunchPlan& plan, const std::vector<FabricSettin
   return d;
 }
 
+// The node rank, and which node hosts torchrun's c10d rendezvous store: node 0, said explicitly
+// (torchrun reads PET_RDZV_CONF as --rdzv_conf), instead of torch guessing it by comparing the
+// endpoint with the machine's host name, which fails for a name that is not the host's own (a
+// Kubernetes service FQDN) and then no node hosts the store.
+constexpr const char* kIsHostWhy =
+    "is_host: node 0 hosts the c10d rendezvous store (torchrun reads PET_RDZV_CONF as --rdzv_conf), not torch's guess from host names";
+std::string NodeExports(const std::string& rank) {
+  return "export GPUPLAN_NODE_RANK=\"" + rank + "\" PET_RDZV_CONF=\"${PET_RDZV_CONF:+$PET_RDZV_CONF,}is_host=$((" + rank +
+         " == 0 ? 1 : 0))\"";
+}
+
 // ---- slurm ----
 
 // Slurm's D-HH:MM:SS.
@@ -140,7 +151,8 @@ Artifact Sbatch(const LaunchPlan& p, const Catalog& catalog) {
   s += "export GPUPLAN_DIR GPUPLAN_HEAD GPUPLAN_JOB_ID GPUPLAN_PORT\n";
   s += "echo \"gpuplan: job $SLURM_JOB_ID on $SLURM_JOB_NUM_NODES node(s) ($SLURM_JOB_NODELIST), rendezvous $GPUPLAN_HEAD:$GPUPLAN_PORT\"\n";
   s += "# One task per node; launch.sh sources fabric.env and starts torchrun with " + Str(p.gpus_per_node) + " processes.\n";
-  s += "srun --ntasks-per-node=1 --kill-on-bad-exit=1 bash -c 'GPUPLAN_NODE_RANK=$SLURM_NODEID exec bash \"$GPUPLAN_DIR/launch.sh\"'\n";
+  s += "# " + std::string(kIsHostWhy) + "\n";
+  s += "srun --ntasks-per-node=1 --kill-on-bad-exit=1 bash -c '" + NodeExports("$SLURM_NODEID") + "; exec bash \"$GPUPLAN_DIR/launch.sh\"'\n";
   return {"gpuplan.sbatch", s, true};
 }
 
@@ -210,7 +222,7 @@ std::string Image(const LaunchPlan& p) { return p.image.empty() ? kImagePlacehol
 // The per-node command: the operator's rendezvous variables into the ones launch.sh reads.
 std::vector<std::string> PodCommand(const std::string& head, const std::string& port, const std::string& rank) {
   return {"bash", "-c",
-          "GPUPLAN_HEAD=\"$" + head + "\" GPUPLAN_PORT=\"$" + port + "\" GPUPLAN_NODE_RANK=\"$" + rank + "\" exec bash " +
+          "export GPUPLAN_HEAD=\"$" + head + "\" GPUPLAN_PORT=\"$" + port + "\"; " + NodeExports("$" + rank) + "; exec bash " +
               std::string(kMountDir) + "/launch.sh"};
 }
 
@@ -343,7 +355,7 @@ Result<Artifact> SkyTask(const LaunchPlan& p, const std::vector<FabricSetting>& 
   y << YAML::Key << "workdir" << YAML::Value << ".";
   const std::string run =
       "export GPUPLAN_HEAD=\"$(echo \"$SKYPILOT_NODE_IPS\" | head -n1)\"\n"
-      "export GPUPLAN_NODE_RANK=\"$SKYPILOT_NODE_RANK\"\n"
+      "# " + std::string(kIsHostWhy) + "\n" + NodeExports("$SKYPILOT_NODE_RANK") + "\n" +
       "export GPUPLAN_JOB_ID=\"${SKYPILOT_TASK_ID:-" + K8sName(p.job_name) + "}\"\n"
       "bash launch.sh\n";
   y << YAML::Key << "run" << YAML::Value << YAML::Literal << run;

@@ -167,7 +167,8 @@ TEST(SlurmWrapper, BodyFindsLaunchShAndRunsItOncePerNodeWithItsRank) {
   Write(dir / "bin/scontrol", "#!/bin/bash\n[[ \"$1 $2\" == \"show hostnames\" ]] && printf 'node-a\\nnode-b\\n'\n", true);
   Write(dir / "bin/srun",
         "#!/bin/bash\nwhile [[ $1 == --* ]]; do shift; done\nfor i in 0 1; do SLURM_NODEID=$i \"$@\" || exit 1; done\n", true);
-  Write(dir / "submit/launch.sh", "echo \"rank=$GPUPLAN_NODE_RANK head=$GPUPLAN_HEAD port=$GPUPLAN_PORT id=$GPUPLAN_JOB_ID\"\n", true);
+  Write(dir / "submit/launch.sh",
+        "echo \"rank=$GPUPLAN_NODE_RANK head=$GPUPLAN_HEAD port=$GPUPLAN_PORT id=$GPUPLAN_JOB_ID rdzv=$PET_RDZV_CONF\"\n", true);
   LaunchPlan p = Own("ib-ndr");
   p.port = 29123;
   Write(dir / "gpuplan.sbatch", Wrap(ExportFormat::kSlurm, p)["gpuplan.sbatch"].content, true);
@@ -175,7 +176,9 @@ TEST(SlurmWrapper, BodyFindsLaunchShAndRunsItOncePerNodeWithItsRank) {
   int rc = 0;
   std::string out = Shell("cd " + dir.string() + " && " + env + "SLURM_SUBMIT_DIR=" + (dir / "submit").string() + " bash gpuplan.sbatch", &rc);
   EXPECT_EQ(rc, 0) << out;
-  EXPECT_NE(out.find("rank=0 head=node-a port=29123 id=77\nrank=1 head=node-a port=29123 id=77\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("rank=0 head=node-a port=29123 id=77 rdzv=is_host=1\nrank=1 head=node-a port=29123 id=77 rdzv=is_host=0\n"),
+            std::string::npos)
+      << out;
   // Submitted from elsewhere: a clear error, not a torchrun that cannot find its files.
   out = Shell("cd " + dir.string() + " && " + env + "SLURM_SUBMIT_DIR=" + dir.string() + " bash gpuplan.sbatch", &rc);
   EXPECT_EQ(rc, 1);
@@ -218,9 +221,24 @@ TEST(KubernetesWrapper, TrainJobCarriesNodesGpusEfaAndTheFabric) {
   EXPECT_EQ(env.at("NCCL_DEBUG"), "WARN");
   EXPECT_EQ(env.count("LD_LIBRARY_PATH"), 0u);  // a prepend needs a shell: it stays in fabric.env
   EXPECT_EQ(env.count("NCCL_IB_DISABLE"), 0u);
-  const std::string cmd = tr["command"][2].as<std::string>();
-  EXPECT_NE(cmd.find("GPUPLAN_NODE_RANK=\"$PET_NODE_RANK\""), std::string::npos);
-  EXPECT_NE(cmd.find("/gpuplan/launch.sh"), std::string::npos);
+  // The pod's command under bash with the runtime's variables: node 0 hosts the rendezvous store,
+  // a user's own rendezvous options are kept.
+  ASSERT_EQ(tr["command"][0].as<std::string>(), "bash");
+  ASSERT_EQ(tr["command"][1].as<std::string>(), "-c");
+  std::string cmd = tr["command"][2].as<std::string>();
+  const size_t at = cmd.find("/gpuplan/launch.sh");
+  ASSERT_NE(at, std::string::npos) << cmd;
+  const fs::path dir = fs::path(::testing::TempDir()) / ("k8s_wrapper_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  Write(dir / "launch.sh", "echo \"$GPUPLAN_HEAD:$GPUPLAN_PORT rank=$GPUPLAN_NODE_RANK rdzv=$PET_RDZV_CONF\"\n", true);
+  cmd.replace(at, 18, (dir / "launch.sh").string());
+  Write(dir / "cmd.sh", cmd + "\n", true);
+  int rc = 0;
+  const std::string pet = "PET_MASTER_ADDR=gpuplan-node-0-0.gpuplan PET_MASTER_PORT=29400 ";
+  EXPECT_EQ(Shell(pet + "PET_NODE_RANK=0 bash " + (dir / "cmd.sh").string(), &rc), "gpuplan-node-0-0.gpuplan:29400 rank=0 rdzv=is_host=1\n");
+  EXPECT_EQ(Shell(pet + "PET_NODE_RANK=1 PET_RDZV_CONF=join_timeout=900 bash " + (dir / "cmd.sh").string(), &rc),
+            "gpuplan-node-0-0.gpuplan:29400 rank=1 rdzv=join_timeout=900,is_host=0\n");
+  fs::remove_all(dir);
   // The ConfigMap carries every engine file as it is; the patch mounts it.
   const YAML::Node cm = Parse(files["configmap.yaml"].content);
   EXPECT_EQ(cm["kind"].as<std::string>(), "ConfigMap");
@@ -328,6 +346,7 @@ TEST(SkypilotWrapper, TaskCarriesNodesAcceleratorsSpotAndTier) {
   const std::string run = s["run"].as<std::string>();
   EXPECT_NE(run.find("GPUPLAN_HEAD=\"$(echo \"$SKYPILOT_NODE_IPS\" | head -n1)\""), std::string::npos);
   EXPECT_NE(run.find("GPUPLAN_NODE_RANK=\"$SKYPILOT_NODE_RANK\""), std::string::npos);
+  EXPECT_NE(run.find("is_host=$(($SKYPILOT_NODE_RANK == 0 ? 1 : 0))"), std::string::npos) << run;
   EXPECT_NE(run.find("bash launch.sh"), std::string::npos);
 }
 

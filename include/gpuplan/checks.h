@@ -113,6 +113,8 @@ struct ChecklistStep {
 
 // The steps for one plan, in seed 001 §6.3's order (tiny job, topology, clocks, PCIe, RDMA,
 // collectives, NCCL transport, storage, checkpoint, profiler), with commands for its nodes.
-Result<std::vector<ChecklistStep>> BuildChecklist(const PlanContext& plan, const Catalog& catalog, const std::vector<CheckRule>& rules);
+// `plan_file` is what the user passed (the export command of the first step names it).
+Result<std::vector<ChecklistStep>> BuildChecklist(const PlanContext& plan, const Catalog& catalog, const std::vector<CheckRule>& rules,
+                                                  const std::string& plan_file);
 
 }  // namespace gpuplan

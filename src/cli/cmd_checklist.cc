@@ -2,10 +2,12 @@
 // the exact commands for its nodes, the file to save each output to, and the number each should reach;
 // `gpuplan verify --plan ... FILES` reads the saved outputs back (docs/checks.md "Checklist").
 #include <cstdio>
+#include <set>
 
 #include "cli.h"
 #include "commands.h"
 #include "gpuplan/checks.h"
+#include "gpuplan/strings.h"
 
 namespace gpuplan::cli {
 
@@ -58,11 +60,14 @@ int CmdChecklist(const std::vector<std::string>& argv) {
   if (!lp.ok()) return Fail(lp.status(), json);
   auto pc = MakePlanContext(*lp, *catalog, *cal);
   if (!pc.ok()) return Fail(pc.status(), json);
-  auto steps = BuildChecklist(*pc, *catalog, *rules);
+  const std::string plan_arg = file + (*row != 1 ? " --plan " + std::to_string(*row) : "");
+  auto steps = BuildChecklist(*pc, *catalog, *rules, plan_arg);
   if (!steps.ok()) return Fail(steps.status(), json);
   std::string files;
+  std::set<std::string> seen;
   for (const auto& s : *steps)
-    if (!s.save_as.empty()) files += (files.empty() ? "" : " ") + s.save_as;
+    for (const auto& f : SplitList(s.save_as, ' '))
+      if (!f.empty() && seen.insert(f).second) files += (files.empty() ? "" : " ") + f;
   const std::string plan_flag = "--plan " + file + (*row != 1 ? " --plan-row " + std::to_string(*row) : "");
   const std::string verify = "gpuplan verify " + plan_flag + " " + files;
   if (json) {

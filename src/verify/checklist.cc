@@ -33,16 +33,18 @@ std::string Expectations(const ToolKind kind, const std::string& tool, const std
   o.plan = plan;
   o.catalog = &catalog;
   const VerifyReport rep = RunChecks({out}, o);
-  std::string s;
+  std::string s, from;
   for (const auto& c : rep.results) {
     if (!c.expected || c.id.empty()) continue;
     const CheckRule* rule = nullptr;
     for (const auto& x : rules)
       if (x.id == c.id) rule = &x;
-    s += (s.empty() ? "" : "; ") + std::string(rule && rule->op == "<=" ? "<= " : ">= ") + Fmt(*c.expected) + " " + c.unit + " (" + c.id + ", " +
-         (rule ? rule->severity : "") + ": " + c.expected_from + ")";
+    const bool upper = rule && rule->op == "<=";
+    s += (s.empty() ? "" : ", ") + std::string(upper ? "<= " : ">= ") + Fmt(*c.expected) + " " + c.unit + " (" + (rule ? rule->severity : "") +
+         (upper ? " above: " : " below: ") + c.id + ")";
+    if (from.empty()) from = c.expected_from;
   }
-  return s;
+  return s.empty() ? "no threshold applies: record it" : s + "; " + from;
 }
 
 std::string Launcher(const LaunchPlan& lp, const std::string& prog) {
@@ -76,13 +78,14 @@ ChecklistStep Collectives(const PlanContext& pc, const StepEstimate& est, const 
                                             {"msg_bytes", FormatNumber("%.0f", e)}, {"gpu_name", pc.hw.gpu.id}};
   s.expect = "peak busbw " + Expectations(ToolKind::kNcclTests, op + "_perf", "busbw_peak_gb_per_s", ctx, pc, catalog, rules) + "; #wrong 0";
   s.why = "the plan's data-parallel traffic is " + FormatNumber("%.2f", est.comm.dp_bytes / 1e9) + " GB per GPU per step: -e " + SizeFlag(e) +
-          " covers it; flags as AWS's and GCP's health checks run them (launch-serving-checks.md §3.4); seed 000: all_reduce_perf is the standard cluster check";
+          " (" + (est.comm.dp_bytes > e ? std::string("capped at 16G, the largest size the clouds' checks run") : std::string("covers one step's traffic")) + "); flags as AWS's and GCP's health checks run them (launch-serving-checks.md §3.4); seed 000: all_reduce_perf is the standard cluster check";
   return s;
 }
 
 }  // namespace
 
-Result<std::vector<ChecklistStep>> BuildChecklist(const PlanContext& pc, const Catalog& catalog, const std::vector<CheckRule>& rules) {
+Result<std::vector<ChecklistStep>> BuildChecklist(const PlanContext& pc, const Catalog& catalog, const std::vector<CheckRule>& rules,
+                                                  const std::string& plan_file) {
   const LaunchPlan& lp = pc.plan;
   const HardwareContext& hw = pc.hw;
   const StepEstimate est = EstimateStep(lp.job, hw);
@@ -91,7 +94,7 @@ Result<std::vector<ChecklistStep>> BuildChecklist(const PlanContext& pc, const C
   const bool amd = hw.gpu.vendor == "amd";
   // 1. a tiny job first
   steps.push_back({"a tiny job first (a few steps)",
-                   {"gpuplan export PLAN --to torchrun --out run/   # then run run/launch.sh on every node with your script's max-steps flag set to ~5",
+                   {"gpuplan export " + plan_file + " --to torchrun --out run/   # then run run/launch.sh on every node with your script's max-steps flag set to ~5",
                     std::string(amd ? "rocm-smi --showmeminfo vram" : "nvidia-smi --query-gpu=index,memory.used,memory.total,utilization.gpu --format=csv -l 5") +
                         "   # while it runs"},
                    "",

@@ -437,7 +437,7 @@ TEST(Verify, ExitCodes) {
 
 TEST(Checklist, CommandsAndNumbersForATwoNodePlan) {
   const PlanContext pc = PlanOf(Machine{"h100-sxm-80gb", 2, 8, "ib-ndr", 8});
-  auto steps = BuildChecklist(pc, Cat(), Rules());
+  auto steps = BuildChecklist(pc, Cat(), Rules(), "plan.json");
   ASSERT_TRUE(steps.ok()) << steps.status().ToString();
   std::string all;
   for (const auto& s : *steps) {
@@ -447,13 +447,13 @@ TEST(Checklist, CommandsAndNumbersForATwoNodePlan) {
   for (const char* want : {"nvidia-smi topo -m > topo.txt", "NV18", "nvidia-smi -q -d CLOCK,PERFORMANCE", "lspci -vv", "ibstat > ibstat.txt",
                            "ib_write_bw -d mlx5_0 -F --report_gbits", "mpirun -np 16 -N 8", "srun -N 2 --ntasks-per-node=8",
                            "all_reduce_perf -b 8 -e", "all_gather_perf", "NCCL_DEBUG=INFO", "dcgmi diag -r 2", "fio --name=seqread", "checkpoint",
-                           "ib-bw-80pct", "nccl-busbw-plan-80", "a tiny job first"})
+                           "ib-bw-80pct", "nccl-busbw-plan-80", "a tiny job first", "gpuplan export plan.json --to torchrun"})
     EXPECT_NE(all.find(want), std::string::npos) << want << "\n" << all;
   // ib_write_bw on NDR: 80% of 400 Gb/s, and Azure's 380.
   EXPECT_NE(all.find(">= 320 Gb/s"), std::string::npos) << all;
   EXPECT_NE(all.find(">= 380 Gb/s"), std::string::npos) << all;
   // A single node: no RDMA step, one all_reduce_perf process with -g 8.
-  auto one = BuildChecklist(PlanOf(Machine{"a100-sxm-80gb", 1, 8, "", 0}), Cat(), Rules());
+  auto one = BuildChecklist(PlanOf(Machine{"a100-sxm-80gb", 1, 8, "", 0}), Cat(), Rules(), "job.yaml");
   ASSERT_TRUE(one.ok());
   std::string s1;
   for (const auto& s : *one)

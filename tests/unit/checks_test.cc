@@ -464,3 +464,20 @@ TEST(Checklist, CommandsAndNumbersForATwoNodePlan) {
 
 }  // namespace
 }  // namespace gpuplan
+
+namespace gpuplan {
+namespace {
+
+TEST(CheckRules, DocsListEveryCheckWithItsSource) {
+  auto doc = ReadTextFile(std::string(GPUPLAN_SOURCE_DIR) + "/docs/checks.md");
+  ASSERT_TRUE(doc.ok()) << doc.status().ToString();
+  for (const auto& r : Rules()) {
+    EXPECT_NE(doc->find("| `" + r.id + "` |"), std::string::npos) << r.id << " is not in docs/checks.md";
+    std::string src = r.source;
+    for (size_t p = src.find('|'); p != std::string::npos; p = src.find('|', p + 2)) src.replace(p, 1, "\\|");
+    EXPECT_NE(doc->find(src), std::string::npos) << r.id << ": its source is not in docs/checks.md";
+  }
+}
+
+}  // namespace
+}  // namespace gpuplan

@@ -144,7 +144,8 @@ void NcclLogLine(const Line& l, Builder& b, NcclLogState& st) {
       if (!code.empty() && code.back() == ',') code.pop_back();
       Reading& r = b.Add("ib_completion_error", Number(code).value_or(-1), "code", l.number);
       r.text = msg;
-      if (auto q = msg.find("from peer "); q != std::string::npos) r.context["peer"] = Tokens(msg.substr(q + 10))[0];
+      if (auto q = msg.find("from peer "); q != std::string::npos)
+        if (auto t2 = Tokens(msg.substr(q + 10)); !t2.empty()) r.context["peer"] = t2[0];
       return;
     }
     b.AddState("nccl_warn", msg, l.number);

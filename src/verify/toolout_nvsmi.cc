@@ -81,7 +81,15 @@ Matrix ReadMatrix(const std::vector<Line>& lines) {
   return m;
 }
 
-int NvCount(const std::string& v) { return StartsWith(v, "NV") && v.size() > 2 && std::isdigit(static_cast<unsigned char>(v[2])) ? std::stoi(v.substr(2)) : 0; }
+// The number after a prefix ("NV18" -> 18, "GPU3" -> 3); -1 when there is none or it is absurdly long.
+int Index(const std::string& v, size_t from) {
+  int n = 0;
+  size_t i = from;
+  for (; i < v.size() && i < from + 6 && std::isdigit(static_cast<unsigned char>(v[i])); ++i) n = n * 10 + (v[i] - '0');
+  return i == from ? -1 : n;
+}
+
+int NvCount(const std::string& v) { return StartsWith(v, "NV") ? std::max(0, Index(v, 2)) : 0; }
 
 // PIX < PXB < PHB < NODE < SYS: how far a NIC is from a GPU (§3.5).
 int Distance(const std::string& v) {
@@ -122,7 +130,7 @@ void ParseTopo(const std::vector<Line>& lines, ToolOutput& out) {
       b.Warn(r.line, r.name + ": " + std::to_string(r.cells.size()) + " cells for " + std::to_string(m.columns.size()) + " columns (cut short?)");
     if (!StartsWith(r.name, "GPU")) continue;
     ++gpu_rows;
-    const int gi = std::stoi(r.name.substr(3));
+    const int gi = Index(r.name, 3);
     if (r.rest.size() >= 2 && r.rest[1] != "N/A") numa.insert(r.rest[1]);
     int best_nic = 99;
     std::string best_nic_name, best_code;
@@ -130,7 +138,7 @@ void ParseTopo(const std::vector<Line>& lines, ToolOutput& out) {
       const std::string& col = m.columns[j];
       const std::string& v = r.cells[j];
       if (StartsWith(col, "GPU")) {
-        if (std::stoi(col.substr(3)) <= gi) continue;  // each pair once (upper triangle)
+        if (Index(col, 3) <= gi) continue;  // each pair once (upper triangle)
         ++pairs;
         ++pair_types[v];
         if (!first_line_of_type.count(v)) first_line_of_type[v] = {r.line, r.name + "-" + col};
@@ -179,14 +187,14 @@ void ParseP2p(const std::vector<Line>& lines, ToolOutput& out) {
   int ok = 0, not_ok = 0, first_bad = 0;
   std::map<std::string, int> codes;
   for (const auto& r : m.rows) {
-    const int gi = std::stoi(r.name.substr(3));
+    const int gi = Index(r.name, 3);
     for (size_t j = 0; j < r.cells.size() && j < m.columns.size(); ++j) {
       const std::string& v = r.cells[j];
       if (!IsP2pCode(v)) {
         b.Warn(r.line, r.name + ": '" + v + "' is not a topo -p2p code (X, OK, CNS, GNS, TNS, NS, U)");
         continue;
       }
-      if (std::stoi(m.columns[j].substr(3)) <= gi) continue;
+      if (Index(m.columns[j], 3) <= gi) continue;
       if (v == "OK") ++ok;
       else ++not_ok, ++codes[v], first_bad = first_bad ? first_bad : r.line;
     }

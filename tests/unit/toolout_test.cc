@@ -5,6 +5,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <cmath>
+#include <cstdio>
 #include <random>
 #include <sstream>
 
@@ -594,6 +596,33 @@ TEST(BrokenInput, NonToolFilesAreUnrecognisedAndSaySo) {
     ASSERT_EQ(o.warnings.size(), 1u) << name;
     EXPECT_NE(o.warnings[0].message.find("not a recognised tool output"), std::string::npos);
     EXPECT_TRUE(o.readings.empty());
+  }
+}
+
+// Bad input is a value, never a crash: random cuts, deleted lines and flipped bytes of every fixture
+// parse to an output (a kind, readings, warnings) without throwing.
+TEST(BrokenInput, RandomDamageToEveryFixtureNeverCrashes) {
+  const unsigned seed = 20261201;
+  std::printf("seed %u\n", seed);
+  std::mt19937 rng(seed);
+  for (const auto& f : FixtureFiles()) {
+    const std::string text = Text(f);
+    for (int k = 0; k < 25; ++k) {
+      std::string t = text;
+      switch (k % 3) {
+        case 0: t = t.substr(0, rng() % (t.size() + 1)); break;
+        case 1: {
+          const size_t a = rng() % (t.size() + 1), b = t.find('\n', a);
+          t.erase(a, b == std::string::npos ? std::string::npos : b - a + 1);
+          break;
+        }
+        default:
+          for (int i = 0; i < 8 && !t.empty(); ++i) t[rng() % t.size()] = static_cast<char>(rng() % 256);
+      }
+      ToolOutput o;
+      EXPECT_NO_THROW(o = ParseToolOutput(t, f)) << f << " damage " << k;
+      for (const auto& r : o.readings) EXPECT_TRUE(std::isfinite(r.value)) << f << " " << r.metric;
+    }
   }
 }
 

@@ -6,6 +6,7 @@
 #include "commands.h"
 #include "gpuplan/calibrate.h"
 #include "gpuplan/ledger.h"
+#include "ledger_flags.h"
 
 namespace gpuplan::cli {
 
@@ -44,6 +45,47 @@ Result<CalibrateResult> LedgerOverrides(const std::string& path, const std::stri
     return Status::BadInput({path, 0, "--pool"}, "no measurements" + (pool.empty() ? std::string() : " in pool '" + pool + "'") +
                                                     " (gpuplan probe / gpuplan verify --ledger record them)");
   return CalibrateFromMeasurements(job, catalog, cal, *ms);
+}
+
+std::vector<FlagSpec> LedgerFlags() {
+  return {{"ledger", true, "apply the measured numbers of a ledger's pool (gpuplan calibrate's overrides; default: none)"},
+          {"pool", true, "the ledger pool whose measurements apply (default: every pool)"}};
+}
+
+Status ApplyLedger(const Args& args, Context& ctx, std::vector<CalibrationOverride>& applied) {
+  if (!args.Has("ledger")) {
+    if (args.Has("pool")) return Status::BadInput({"command line", 0, "--pool"}, "needs --ledger PATH");
+    return Status::Ok();
+  }
+  Job job = ctx.job;
+  if (Status st = FinalizeJob(job); !st.ok()) return st;
+  auto r = LedgerOverrides(args.Get("ledger"), args.Get("pool"), "", "", job, ctx.catalog, ctx.cal);
+  if (!r.ok()) return r.status();
+  ApplyOverrides(r->overrides, ctx.cal);
+  applied = r->overrides;
+  return Status::Ok();
+}
+
+std::string LedgerText(const Args& args, const std::vector<CalibrationOverride>& applied) {
+  if (!args.Has("ledger")) return "";
+  const std::string pool = args.Get("pool").empty() ? "every pool" : "pool " + args.Get("pool");
+  std::string s = "\nmeasured numbers (ledger " + args.Get("ledger") + ", " + pool + "):\n";
+  if (applied.empty()) s += "  none of its measurements calibrates a constant (gpuplan calibrate says why)\n";
+  for (const auto& o : applied)
+    s += "  " + o.key + " " + FormatNumber("%g", o.before) + " -> " + FormatNumber("%g", o.value) + " from " + o.measured + " by " + o.from.tool +
+         " on " + o.from.machine + " at " + o.from.time_utc + " (ledger row " + std::to_string(o.from.id) + ")\n";
+  s += "  every other number is the catalog's or data/calibration.csv's\n";
+  return s;
+}
+
+nlohmann::json LedgerJson(const Args& args, const std::vector<CalibrationOverride>& applied) {
+  if (!args.Has("ledger")) return nullptr;
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& o : applied)
+    rows.push_back({{"key", o.key}, {"before", o.before}, {"value", o.value}, {"measured", o.measured}, {"tool", o.from.tool},
+                    {"machine", o.from.machine}, {"time_utc", o.from.time_utc}, {"ledger_row", o.from.id}});
+  return {{"path", args.Get("ledger")}, {"pool", args.Get("pool").empty() ? nlohmann::json(nullptr) : nlohmann::json(args.Get("pool"))},
+          {"measured", rows}};
 }
 
 int CmdCalibrate(const std::vector<std::string>& argv) {

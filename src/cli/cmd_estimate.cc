@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "gpuplan/csv.h"
 #include "commands.h"
+#include "ledger_flags.h"
 #include "gpuplan/report.h"
 
 namespace gpuplan::cli {
@@ -26,11 +27,16 @@ const std::vector<FlagSpec> kValidateFlags = {
 
 int CmdEstimate(const std::vector<std::string>& argv) {
   const bool json = WantsJson(argv);
-  auto args = ParseArgs(argv, JobCommandFlags(), true);
+  static const std::vector<FlagSpec> flags = [] {
+    std::vector<FlagSpec> f = JobCommandFlags();
+    for (auto& l : LedgerFlags()) f.push_back(l);
+    return f;
+  }();
+  auto args = ParseArgs(argv, flags, true);
   if (!args.ok()) return Fail(args.status(), json);
   if (args->Has("help")) {
     std::printf("usage: gpuplan estimate [JOB.yaml|JOB.json] [--flags]\n\nExit 2 (with every number) when the job does not fit in GPU memory.\n\n%s",
-                FlagHelp(JobCommandFlags(), true, false).c_str());
+                FlagHelp(flags, true, false).c_str());
     return 0;
   }
   if (Status st = RefusePlanFlags(*args, "estimate"); !st.ok()) return Fail(st, json);
@@ -38,6 +44,8 @@ int CmdEstimate(const std::vector<std::string>& argv) {
   if (!format.ok()) return Fail(format.status(), json);
   auto ctx = LoadContext(*args);
   if (!ctx.ok()) return Fail(ctx.status(), json);
+  std::vector<CalibrationOverride> measured;
+  if (Status st = ApplyLedger(*args, ctx.value(), measured); !st.ok()) return Fail(st, json);
   const Job* job = &ctx->job;
   const Catalog* catalog = &ctx->catalog;
   const Calibration* cal = &ctx->cal;
@@ -49,10 +57,11 @@ int CmdEstimate(const std::vector<std::string>& argv) {
   if (job->training.tokens > 0) r.wall = EstimateJobWallClock(*job, *hw, step, *catalog, *cal);
   if (*format == Format::kJson) {
     nlohmann::json out = EstimateToJson(r);
+    if (args->Has("ledger")) out["ledger"] = LedgerJson(*args, measured);
     if (!r.memory.fits) out["error"] = ErrorToJson(DoesNotFit(r.memory))["error"];
     std::printf("%s\n", DumpJson(out).c_str());
   } else {
-    std::printf("%s", EstimateToText(r, *format == Format::kMarkdown).c_str());
+    std::printf("%s%s", EstimateToText(r, *format == Format::kMarkdown).c_str(), LedgerText(*args, measured).c_str());
   }
   if (r.memory.fits) return 0;
   if (*format != Format::kJson) std::fprintf(stderr, "gpuplan: %s\n", DoesNotFit(r.memory).ToString().c_str());

@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "ledger_flags.h"
 #include "gpuplan/report.h"
 
 namespace gpuplan::cli {
@@ -16,6 +17,7 @@ const std::vector<FlagSpec>& PlanFlags() {
   static const std::vector<FlagSpec> flags = [] {
     std::vector<FlagSpec> f = JobCommandFlags();
     f.push_back({"threads", true, "search threads (default 2)"});
+    for (auto& l : LedgerFlags()) f.push_back(l);
     return f;
   }();
   return flags;
@@ -36,6 +38,10 @@ int CmdPlan(const std::vector<std::string>& argv) {
   // Not finalized: cluster/parallel keys the user set are pins, the rest stay open.
   auto ctx = LoadContext(*args, /*finalize_job=*/false);
   if (!ctx.ok()) return Fail(ctx.status(), json);
+  std::vector<CalibrationOverride> measured;
+  if (args->Has("ledger") && !ctx->job.IsSet("cluster.gpu"))
+    return Fail(Status::BadInput({"command line", 0, "--ledger"}, "plan --ledger needs the pool's GPU (--gpu or cluster.gpu): its measured numbers are that GPU's"), json);
+  if (Status st = ApplyLedger(*args, ctx.value(), measured); !st.ok()) return Fail(st, json);
   const Job* job = &ctx->job;
   const Catalog* catalog = &ctx->catalog;
   const Calibration* cal = &ctx->cal;
@@ -69,8 +75,13 @@ int CmdPlan(const std::vector<std::string>& argv) {
   if (bar.joinable()) bar.join();
   if (!result.ok()) return Fail(result.status(), json);
   const PlanPrintContext print{catalog, cal};  // each plan's efficiency note and error band
-  if (*format == Format::kJson) std::printf("%s\n", DumpJson(PlanToJson(*result, *job, print)).c_str());
-  else std::printf("%s", PlanToText(*result, *job, *format == Format::kMarkdown, print).c_str());
+  if (*format == Format::kJson) {
+    nlohmann::json out = PlanToJson(*result, *job, print);
+    if (args->Has("ledger")) out["ledger"] = LedgerJson(*args, measured);
+    std::printf("%s\n", DumpJson(out).c_str());
+  } else {
+    std::printf("%s%s", PlanToText(*result, *job, *format == Format::kMarkdown, print).c_str(), LedgerText(*args, measured).c_str());
+  }
   return result->plans.empty() ? 2 : 0;
 }
 

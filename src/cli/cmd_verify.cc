@@ -9,6 +9,7 @@
 #include "gpuplan/checks.h"
 #include "gpuplan/data.h"
 #include "gpuplan/strings.h"
+#include "verify_ledger.h"
 
 namespace gpuplan::cli {
 
@@ -20,6 +21,9 @@ const std::vector<FlagSpec>& VerifyFlags() {
       {"plan-row", true, "row N of PLAN.json or of the planner's table (default 1)"},
       {"checks", true, "a checks CSV used instead of data/checks.csv (same header)"},
       {"line-rate-gbps", true, "NIC line rate for perftest checks when no plan or ibstat output gives it"},
+      {"ledger", true, "record every reading into this resource ledger (SQLite; `gpuplan ledger` reads it)"},
+      {"machine", true, "with --ledger: the host the outputs came from (required)"},
+      {"pool", true, "with --ledger: the pool of identical machines it belongs to (default: its pool in the ledger)"},
       {"json", false, "JSON output (one record per reading and per check, each check with its source)"},
       {"format", true, "text|json (default text)"},
       {"catalog", true, "extra catalog CSV (GPUs, links, instances, storage); repeatable"},
@@ -168,6 +172,10 @@ int CmdVerify(const std::vector<std::string>& argv) {
     if (!pc.ok()) return Fail(pc.status(), json);
     opt.plan = *pc;
   }
+  if ((args->Has("machine") || args->Has("pool")) && !args->Has("ledger"))
+    return Fail(Status::BadInput(Flag(args->Has("machine") ? "machine" : "pool"), "only with --ledger"), json);
+  if (args->Has("ledger") && args->Get("machine").empty())
+    return Fail(Status::BadInput(Flag("machine"), "--ledger needs the host the outputs came from (--machine HOST)"), json);
   std::vector<ToolOutput> outputs;
   for (const auto& path : args->positional) {
     auto out = ReadToolOutput(path);
@@ -175,8 +183,22 @@ int CmdVerify(const std::vector<std::string>& argv) {
     outputs.push_back(std::move(out).value());
   }
   const VerifyReport rep = RunChecks(std::move(outputs), opt);
-  if (json) std::printf("%s\n", DumpJson(ReportJson(rep, opt.plan)).c_str());
-  else PrintText(rep, opt.plan);
+  nlohmann::json ledger = nullptr;
+  if (args->Has("ledger")) {
+    auto n = RecordVerifyReadings(args->Get("ledger"), args->Get("machine"), args->Get("pool"), rep.outputs);
+    if (!n.ok()) return Fail(n.status(), json);
+    ledger = {{"path", args->Get("ledger")}, {"machine", args->Get("machine")}, {"measurements_recorded", *n}};
+  }
+  if (json) {
+    nlohmann::json j = ReportJson(rep, opt.plan);
+    j["ledger"] = ledger;
+    std::printf("%s\n", DumpJson(j).c_str());
+  } else {
+    PrintText(rep, opt.plan);
+    if (!ledger.is_null())
+      std::printf("recorded %lld readings for %s in %s\n", static_cast<long long>(ledger["measurements_recorded"].get<int64_t>()),
+                  args->Get("machine").c_str(), args->Get("ledger").c_str());
+  }
   return rep.ExitCode();
 }
 

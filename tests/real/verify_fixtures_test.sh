@@ -92,4 +92,18 @@ done
 cp "$FIX/nvidia-smi-topo/03-a100-8gpu-nv12.txt" "$T/topo.txt"
 (cd "$T" && "$BIN" verify --plan "$SRC/examples/7b-full-finetune-1node.yaml" topo.txt > verify_plan.txt) || fail "verify --plan exited $?"
 grep -q "against pinned job .*7b-full-finetune-1node.yaml" "$T/verify_plan.txt" || fail "verify --plan does not name the plan"
-echo "ok: ${#FILES[@]} fixtures verified"
+# 6. verify --ledger: every reading of every fixture lands in the ledger, each with its output's hash.
+command -v sqlite3 >/dev/null || fail "sqlite3 (Debian package sqlite3) is needed to read the ledger back"
+set +e
+"$BIN" verify --json --ledger "$T/ledger.db" --machine fixture-host --pool fixtures "${FILES[@]}" > "$T/ledger.json"
+rc=$?
+set -e
+[ "$rc" = 2 ] || fail "verify --ledger exited $rc, expected 2 as without it"
+want="$("$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(sum(len(f["readings"]) for f in d["files"]), d["ledger"]["measurements_recorded"])' "$T/ledger.json")"
+read -r readings recorded <<< "$want"
+[ "$readings" = "$recorded" ] || fail "verify read $readings readings but recorded $recorded"
+[ "$(sqlite3 "$T/ledger.db" "SELECT COUNT(*) FROM measurements JOIN machines ON machines.id = measurements.machine_id WHERE machines.hostname = 'fixture-host'")" = "$readings" ] || fail "the ledger does not hold the $readings readings"
+[ "$(sqlite3 "$T/ledger.db" "SELECT COUNT(DISTINCT raw_sha256) FROM measurements")" = 84 ] || fail "expected one raw hash per fixture"
+sha="$(sha256sum "$FIX/nccl-tests/01-allreduce-oci-a100-2node-ib.txt" | cut -d' ' -f1)"
+[ "$(sqlite3 "$T/ledger.db" "SELECT value FROM measurements WHERE kind = 'busbw_peak_gb_per_s' AND raw_sha256 = '$sha'")" = "189.6" ] || fail "the peak busbw of nccl-tests/01 is not in the ledger with its hash"
+echo "ok: ${#FILES[@]} fixtures verified, $recorded readings recorded"

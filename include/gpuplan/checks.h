@@ -60,7 +60,9 @@ Result<PlanContext> MakePlanContext(const LaunchPlan& plan, const Catalog& catal
 // The plan a `--plan FILE` names: row `row` (1-based) of a PLAN.json from `gpuplan plan --json`
 // (re-estimated by this build), a job file that pins cluster.num_gpus (estimated as it is), or
 // else row `row` of the planner's table for that job file.
-Result<LaunchPlan> LoadPlanFile(const std::string& path, int64_t row, const Catalog& catalog, const Calibration& cal);
+// `row_flag` names the flag that chose the row in errors ("--plan-row" for verify, "--plan" for checklist).
+Result<LaunchPlan> LoadPlanFile(const std::string& path, int64_t row, const Catalog& catalog, const Calibration& cal,
+                                const std::string& row_flag = "--plan-row");
 
 struct VerifyOptions {
   std::vector<CheckRule> rules;                // Default: none (load with LoadCheckRules).

@@ -56,7 +56,7 @@ int CmdChecklist(const std::vector<std::string>& argv) {
   auto row = ParseInteger(args->Get("plan", "1"), Flag("plan"), 1, 1 << 20);
   if (!row.ok()) return Fail(row.status(), json);
   const std::string file = args->positional[0];
-  auto lp = LoadPlanFile(file, *row, *catalog, *cal);
+  auto lp = LoadPlanFile(file, *row, *catalog, *cal, "--plan");
   if (!lp.ok()) return Fail(lp.status(), json);
   auto pc = MakePlanContext(*lp, *catalog, *cal);
   if (!pc.ok()) return Fail(pc.status(), json);

@@ -107,7 +107,8 @@ void PrintText(const VerifyReport& rep, const std::optional<PlanContext>& plan) 
   }
   std::printf("\nchecks:\n  %-7s %-24s %-22s %-24s %s\n", "VERDICT", "CHECK", "MEASURED", "EXPECTED", "WHERE");
   for (const auto& c : rep.results) {
-    std::string exp = c.expected ? FormatNumber(*c.expected >= 100 ? "%.0f" : "%.4g", *c.expected) + " " + c.unit : "-";
+    std::string exp = c.expected ? FormatNumber(*c.expected >= 100 ? "%.0f" : "%.4g", *c.expected) + " " + c.unit
+                      : !c.expected_from.empty() && c.expected_from.size() <= 24 ? c.expected_from : "-";
     std::printf("  %-7s %-24s %-22s %-24s %s\n", ToString(c.verdict).c_str(), (c.id.empty() ? c.metric : c.id).c_str(), Measured(c).c_str(), exp.c_str(),
                 Where(c.where).c_str());
     if (c.verdict == Verdict::kPass) continue;
@@ -147,7 +148,7 @@ int CmdVerify(const std::vector<std::string>& argv) {
   auto format = GetFormat(*args);
   if (!format.ok()) return Fail(format.status(), json);
   if (*format != Format::kText && *format != Format::kJson) return Fail(Status::BadInput(Flag("format"), "verify prints text or json"), json);
-  if (args->positional.empty()) return Fail(Status::BadInput(Flag("FILE"), "give at least one tool output to read (`gpuplan checklist` lists them)"), json);
+  if (args->positional.empty()) return Fail(Status::BadInput({"command line", 0, "FILE"}, "give at least one tool output to read (`gpuplan checklist` lists them)"), json);
   auto catalog = LoadCatalogFromArgs(*args);
   if (!catalog.ok()) return Fail(catalog.status(), json);
   auto rules = LoadCheckRules(args->Get("checks"));

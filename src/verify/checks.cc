@@ -112,13 +112,17 @@ Result<PlanContext> MakePlanContext(const LaunchPlan& plan, const Catalog& catal
   return pc;
 }
 
-Result<LaunchPlan> LoadPlanFile(const std::string& path, int64_t row, const Catalog& catalog, const Calibration& cal) {
+Result<LaunchPlan> LoadPlanFile(const std::string& path, int64_t row, const Catalog& catalog, const Calibration& cal, const std::string& row_flag) {
   auto text = ReadTextFile(path);
   if (!text.ok()) return text.status();
   const size_t first = text->find_first_not_of(" \t\r\n");
   if (first != std::string::npos && (*text)[first] == '{' && text->find("\"plans\"") != std::string::npos) {
     auto pr = JobFromPlanJson(*text, path, row);
-    if (!pr.ok()) return pr.status();
+    if (!pr.ok()) {
+      const Status st = pr.status();  // it names export's --plan; say the flag that chose the row here
+      if (st.location().key == "--plan" && row_flag != "--plan") return Status::BadInput({st.location().file, st.location().line, row_flag}, st.reason());
+      return st;
+    }
     Job job = pr->job;
     GPUPLAN_RETURN_IF_ERROR(FinalizeJob(job));
     auto lp = LaunchPlanFromJob(job, catalog, cal, "plan #" + std::to_string(row) + " of " + path, pr->instance);
@@ -130,14 +134,14 @@ Result<LaunchPlan> LoadPlanFile(const std::string& path, int64_t row, const Cata
   Job j = *job;
   GPUPLAN_RETURN_IF_ERROR(FinalizeJob(j));
   if (job->IsSet("cluster.num_gpus")) {
-    if (row != 1) return Status::BadInput({"command line", 0, "--plan-row"}, path + " pins cluster.num_gpus: it is one setup, row 1");
+    if (row != 1) return Status::BadInput({"command line", 0, row_flag}, path + " pins cluster.num_gpus: it is one setup, row 1");
     return LaunchPlanFromJob(j, catalog, cal, "pinned job " + path);
   }
   auto result = PlanJob(j, catalog, cal);
   if (!result.ok()) return result.status();
   if (result->plans.empty()) return Status::Infeasible("no feasible plan for " + path + (result->relax.empty() ? "" : ": " + result->relax));
   if (row < 1 || row > static_cast<int64_t>(result->plans.size()))
-    return Status::BadInput({"command line", 0, "--plan-row"}, "must be in 1.." + std::to_string(result->plans.size()) + " (rows of the plan for " + path + ")");
+    return Status::BadInput({"command line", 0, row_flag}, "must be in 1.." + std::to_string(result->plans.size()) + " (rows of the plan for " + path + ")");
   return LaunchPlanFromPlan(result->plans[static_cast<size_t>(row - 1)], catalog, "plan #" + std::to_string(row) + " of " + path);
 }
 

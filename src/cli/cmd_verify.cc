@@ -104,6 +104,18 @@ void PrintText(const VerifyReport& rep, const std::optional<PlanContext>& plan) 
     }
     std::printf("  %-48s %s%s, %zu readings%s\n", o.file.c_str(), ToString(o.kind).c_str(), o.tool.empty() ? "" : (" (" + o.tool + ")").c_str(),
                 o.readings.size(), o.warnings.empty() ? "" : (", " + std::to_string(o.warnings.size()) + " warning(s)").c_str());
+    // The numbers a user looks for first.
+    static const char* kHeadline[] = {"busbw_peak_gb_per_s", "busbw_avg_gb_per_s", "bw_avg_gbit_per_s", "lat_typical_us", "nvlink_count", "transport"};
+    for (const char* m : kHeadline)
+      for (const auto& r : o.readings) {
+        if (r.metric != m) continue;
+        std::string ctx;
+        for (const char* k : {"op", "ranks", "nodes", "msg_bytes", "device", "gpu_name"})
+          if (r.context.count(k) && r.context.at(k) != "unknown") ctx += (ctx.empty() ? "" : ", ") + std::string(k) + " " + r.context.at(k);
+        std::printf("      %s = %s%s\n", m, r.text.empty() ? (FormatNumber("%.6g", r.value) + " " + r.unit).c_str() : r.text.c_str(),
+                    ctx.empty() ? "" : (" (" + ctx + ")").c_str());
+        break;
+      }
   }
   std::printf("\nchecks:\n  %-7s %-24s %-22s %-24s %s\n", "VERDICT", "CHECK", "MEASURED", "EXPECTED", "WHERE");
   for (const auto& c : rep.results) {

@@ -82,6 +82,113 @@ ChecklistStep Collectives(const PlanContext& pc, const StepEstimate& est, const 
   return s;
 }
 
+// Each stage below is one step of seed 001 §6.3's list (plus the RDMA and storage checks of seeds 000/003).
+ChecklistStep TinyJob(const LaunchPlan& lp, const HardwareContext& hw, bool amd, const std::string& plan_file) {
+  return {"a tiny job first (a few steps)",
+          {"gpuplan export " + plan_file + " --to torchrun --out run/   # then run run/launch.sh on every node with your script's max-steps flag set to ~5",
+           std::string(amd ? "rocm-smi --showmeminfo vram" : "nvidia-smi --query-gpu=index,memory.used,memory.total,utilization.gpu --format=csv -l 5") +
+               "   # while it runs"},
+          "",
+          "memory per GPU about " + FormatGiB(lp.memory_per_gpu_bytes) + " GiB of " + FormatGiB(hw.gpu.memory_bytes) + " GiB; step about " +
+              FormatNumber("%.2f", lp.step_time_s) + " s",
+          "seed 001 §6.3 step 1: a job of a few steps proves one card computes and its memory matches the plan"};
+}
+
+ChecklistStep Topology(const HardwareContext& hw, bool amd, bool multi) {
+  ChecklistStep s{"GPU topology (nvidia-smi topo -m)", {"nvidia-smi topo -m > topo.txt"}, "topo.txt", "", "seed 001 §6.3 step 2: confirm the GPU-GPU links and NVLink"};
+  if (amd) s.commands = {"rocm-smi --showtopo > topo-rocm.txt   # gpuplan verify does not read rocm-smi yet; nvidia-smi only"}, s.save_as = "";
+  const double nv = hw.gpu.nvlink_bytes_per_s_per_dir.value_or(0);
+  if (!amd && nv > 0 && hw.gpu.intra_link.find("nvlink") != std::string::npos) {
+    const double per_link = hw.gpu.intra_link == "nvlink5" ? 50 : 25;
+    s.expect = "NV" + Fmt(std::round(nv / 1e9 / per_link)) + " between GPUs (" + Fmt(nv / 1e9) + " GB/s per direction at " + Fmt(per_link) +
+               " GB/s per link)" + (hw.intra.kind == "nvswitch" ? " on every pair (NVSwitch)" : "");
+    s.commands.push_back("nvidia-smi nvlink -s > nvlink.txt");
+  } else if (!amd) {
+    s.expect = "no NV#: GPU pairs over PCIe (PIX/PXB best, SYS across sockets); the plan assumes " + hw.intra.id;
+  }
+  if (multi) s.expect += "; each GPU's nearest NIC PIX (the NIC on its PCIe switch, for full GPUDirect RDMA)";
+  return s;
+}
+
+ChecklistStep Clocks() {
+  return {"clocks, throttle reasons, ECC and retired pages (nvidia-smi -q), under load",
+          {"nvidia-smi -q -d CLOCK,PERFORMANCE > clocks.txt   # while the collectives run", "nvidia-smi -q > nvsmi-q.txt"},
+          "clocks.txt nvsmi-q.txt",
+          "no thermal or HW slowdown active; ECC uncorrectable 0; no pending retired pages or row remaps; temperature <= 80 C",
+          "seed 000 §2.1 (over 80 C the clock drops), seed 004 §2.1 (throttling, the temperature wall)"};
+}
+
+ChecklistStep Pcie(const HardwareContext& hw, bool amd) {
+  std::string speed;
+  if (hw.gpu.pcie_gen)
+    speed = ", Speed " + std::string(*hw.gpu.pcie_gen >= 5 ? "32" : *hw.gpu.pcie_gen >= 4 ? "16" : "8") + "GT/s (PCIe gen " + Fmt(*hw.gpu.pcie_gen) + ") as LnkCap";
+  return {"PCIe link width and speed (lspci -vv)",
+          {std::string("sudo lspci -vv -d ") + (amd ? "1002:" : "10de:") + " | grep -E '^[0-9a-f]|LnkCap:|LnkSta:' > lspci.txt   # under load"},
+          "lspci.txt", "LnkSta Width x16" + speed,
+          "seed 000 §2.2: x8 costs 15%+, x4 cannot keep the card busy; idle links train down (ASPM), so read it under load"};
+}
+
+std::vector<ChecklistStep> Rdma(const PlanContext& pc, const Catalog& catalog, const std::vector<CheckRule>& rules) {
+  const LaunchPlan& lp = pc.plan;
+  const LinkSpec& link = lp.network;
+  const double nics = lp.nics_per_node > 0 ? static_cast<double>(lp.nics_per_node) : pc.hw.nics_per_node;
+  if (link.kind == "efa")
+    return {{"EFA devices", {"fi_info -p efa -t FI_EP_RDM > efa.txt"}, "",
+             Fmt(nics) + " EFA devices listed (perftest needs RC verbs, which EFA does not offer: the collectives below measure it)",
+             "launch-serving-checks.md §1.9 (verify EFA: all EFA NICs used)"}};
+  if (link.kind != "infiniband" && link.kind != "roce")
+    return {{"inter-node network", {"# " + link.id + ": no RDMA verbs; the collectives below measure it"}, "", "", "launch-serving-checks.md §1.9"}};
+  const std::string flags = "-d mlx5_0 -F --report_gbits --perform_warm_up -D 10" + std::string(link.kind == "roce" ? " -x 3" : "") +
+                            (lp.gpudirect_rdma ? " --use_cuda=0" : "");
+  const std::map<std::string, std::string> ctx = {{"msg_bytes", "65536"}, {"device", "mlx5_0"}};
+  return {{"RDMA ports (ibstat)", {"ibstat > ibstat.txt"}, "ibstat.txt",
+           Fmt(nics) + " ports State Active at " + Fmt(pc.line_rate_gbit_per_s.value_or(0)) + " Gb/s (" + link.id + ")",
+           "seed 004 §4.3: check every node's network with ping and ibstat"},
+          {"RDMA bandwidth per NIC (ib_write_bw), node 1 -> node 2, for every HCA",
+           {"# node 1 (server):  ib_write_bw " + flags, "# node 2 (client):  ib_write_bw " + flags + " NODE1 > ib_write_bw-mlx5_0.txt"},
+           "ib_write_bw-mlx5_0.txt",
+           "BW average " + Expectations(ToolKind::kPerftest, "ib_write_bw", "bw_avg_gbit_per_s", ctx, pc, catalog, rules),
+           "seed 001 §4.3/§6.3: ib_write_bw at >= 80% of the line rate; flags as Azure's health check (launch-serving-checks.md §3.2; -x 3 is the usual RoCE v2 GID index)"}};
+}
+
+ChecklistStep Transport(const PlanContext& pc) {
+  const LaunchPlan& lp = pc.plan;
+  const double nics = lp.nics_per_node > 0 ? static_cast<double>(lp.nics_per_node) : pc.hw.nics_per_node;
+  const std::string want = lp.network.kind == "tcp"   ? "NET/Socket (the plan is on TCP)"
+                           : lp.network.kind == "efa" ? "NET/OFI with 'Selected Provider is efa', " + Fmt(nics) + " devices"
+                                                      : "NET/IB with " + Fmt(nics) + " devices and channels 'via NET/IB/N/GDRDMA'";
+  return {"the transport NCCL picked (NCCL_DEBUG=INFO in the runs above)", {"grep -E 'NET/|via |GDR|NCCL WARN' nccl-all_reduce.txt"}, "nccl-all_reduce.txt",
+          want + "; never NET/Socket across nodes on an RDMA fabric; no 'Got completion ... with error'",
+          "seed 003 §4: NCCL timeouts come from no RDMA or blocked ports; NCCL_DEBUG=INFO shows which"};
+}
+
+ChecklistStep Storage(const HardwareContext& hw) {
+  std::string expect = "record it: the ledger keeps it";
+  if (hw.storage && hw.storage->read_bytes_per_s)
+    expect = "sequential read >= " + Fmt(0.8 * *hw.storage->read_bytes_per_s / 1e6) + " MB/s (80% of " + hw.storage->id + ", data/storage.csv)";
+  return {"storage where the data and checkpoints live (fio)",
+          {"fio --name=seqread --directory=DATA_DIR --rw=read --bs=1M --size=4G --numjobs=4 --iodepth=32 --ioengine=libaio --direct=1 --group_reporting --output-format=json > fio-read.json",
+           "fio --name=randread --directory=DATA_DIR --rw=randread --bs=4k --size=1G --numjobs=8 --iodepth=32 --ioengine=libaio --direct=1 --group_reporting --output-format=json > fio-randread.json"},
+          "fio-read.json fio-randread.json", expect,
+          "seed 003 §4: slow checkpoints come from low IOPS or many small files; seed 001 §2.2: local NVMe"};
+}
+
+ChecklistStep Checkpoint(const StepEstimate& est) {
+  std::string expect = "the resumed step's loss continues the curve";
+  if (est.checkpoint_bytes > 0)
+    expect = "about " + FormatGiB(est.checkpoint_bytes) + " GiB" +
+             (est.checkpoint_write_s > 0 ? ", written in about " + FormatNumber("%.0f", est.checkpoint_write_s) + " s" : "") + "; " + expect;
+  return {"save one checkpoint and load it back",
+          {"# from the tiny job: save a checkpoint, restart from it, and compare the loss of the next step"}, "", expect, "seed 001 §6.3 step 4"};
+}
+
+ChecklistStep Profiler(const LaunchPlan& lp, const StepEstimate& est) {
+  return {"profile the first minutes (torch.profiler or nsys)", {"# wrap a few training steps in torch.profiler.profile(...) and look at the GPU timeline"}, "",
+          "step about " + FormatNumber("%.2f", lp.step_time_s) + " s, " + FormatNumber("%.0f", lp.tokens_per_s) + " tokens/s, MFU " +
+              FormatNumber("%.0f", est.mfu * 100) + "%; GPU busy, data-parallel communication overlapped with the backward pass",
+          "seed 001 §6.3 step 5; seed 003 §4: GPU utilisation below 50% points at data loading"};
+}
+
 }  // namespace
 
 Result<std::vector<ChecklistStep>> BuildChecklist(const PlanContext& pc, const Catalog& catalog, const std::vector<CheckRule>& rules,
@@ -89,114 +196,24 @@ Result<std::vector<ChecklistStep>> BuildChecklist(const PlanContext& pc, const C
   const LaunchPlan& lp = pc.plan;
   const HardwareContext& hw = pc.hw;
   const StepEstimate est = EstimateStep(lp.job, hw);
-  std::vector<ChecklistStep> steps;
   const bool multi = lp.nodes > 1;
   const bool amd = hw.gpu.vendor == "amd";
-  // 1. a tiny job first
-  steps.push_back({"a tiny job first (a few steps)",
-                   {"gpuplan export " + plan_file + " --to torchrun --out run/   # then run run/launch.sh on every node with your script's max-steps flag set to ~5",
-                    std::string(amd ? "rocm-smi --showmeminfo vram" : "nvidia-smi --query-gpu=index,memory.used,memory.total,utilization.gpu --format=csv -l 5") +
-                        "   # while it runs"},
-                   "",
-                   "memory per GPU about " + FormatGiB(lp.memory_per_gpu_bytes) + " GiB of " + FormatGiB(hw.gpu.memory_bytes) + " GiB; step about " +
-                       FormatNumber("%.2f", lp.step_time_s) + " s",
-                   "seed 001 §6.3 step 1: a job of a few steps proves one card computes and its memory matches the plan"});
-  // 2. topology
-  {
-    ChecklistStep s{"GPU topology (nvidia-smi topo -m)", {"nvidia-smi topo -m > topo.txt"}, "topo.txt", "", "seed 001 §6.3 step 2: confirm the GPU-GPU links and NVLink"};
-    if (amd) s.commands = {"rocm-smi --showtopo > topo-rocm.txt   # gpuplan verify does not read rocm-smi yet; nvidia-smi only"}, s.save_as = "";
-    const double nv = hw.gpu.nvlink_bytes_per_s_per_dir.value_or(0);
-    if (!amd && nv > 0 && hw.gpu.intra_link.find("nvlink") != std::string::npos) {
-      const double per_link = hw.gpu.intra_link == "nvlink5" ? 50 : 25;
-      s.expect = "NV" + Fmt(std::round(nv / 1e9 / per_link)) + " between GPUs (" + Fmt(nv / 1e9) + " GB/s per direction at " + Fmt(per_link) +
-                 " GB/s per link)" + (hw.intra.kind == "nvswitch" ? " on every pair (NVSwitch)" : "");
-      s.commands.push_back("nvidia-smi nvlink -s > nvlink.txt");
-    } else if (!amd) {
-      s.expect = "no NV#: GPU pairs over PCIe (PIX/PXB best, SYS across sockets); the plan assumes " + hw.intra.id;
-    }
-    if (multi) s.expect += "; each GPU's nearest NIC PIX (the NIC on its PCIe switch, for full GPUDirect RDMA)";
-    steps.push_back(s);
-  }
-  // 3. clocks, throttling, ECC
-  if (!amd)
-    steps.push_back({"clocks, throttle reasons, ECC and retired pages (nvidia-smi -q), under load",
-                     {"nvidia-smi -q -d CLOCK,PERFORMANCE > clocks.txt   # while step 6 runs", "nvidia-smi -q > nvsmi-q.txt"},
-                     "clocks.txt nvsmi-q.txt",
-                     "no thermal or HW slowdown active; ECC uncorrectable 0; no pending retired pages or row remaps; temperature <= 80 C",
-                     "seed 000 §2.1 (over 80 C the clock drops), seed 004 §2.1 (throttling, the temperature wall)"});
-  // 4. PCIe
-  steps.push_back({"PCIe link width and speed (lspci -vv)",
-                   {std::string("sudo lspci -vv -d ") + (amd ? "1002:" : "10de:") + " | grep -E '^[0-9a-f]|LnkCap:|LnkSta:' > lspci.txt   # under load"},
-                   "lspci.txt",
-                   "LnkSta Width x16" + (hw.gpu.pcie_gen ? ", Speed " + std::string(*hw.gpu.pcie_gen >= 5 ? "32" : *hw.gpu.pcie_gen >= 4 ? "16" : "8") + "GT/s (PCIe gen " + Fmt(*hw.gpu.pcie_gen) + ") as LnkCap" : std::string()),
-                   "seed 000 §2.2: x8 costs 15%+, x4 cannot keep the card busy; idle links train down (ASPM), so read it under load"});
-  // 5. RDMA: ibstat + ib_write_bw
-  if (multi) {
-    const LinkSpec& link = lp.network;
-    const double nics = lp.nics_per_node > 0 ? static_cast<double>(lp.nics_per_node) : hw.nics_per_node;
-    if (link.kind == "infiniband" || link.kind == "roce") {
-      std::map<std::string, std::string> ctx = {{"msg_bytes", "65536"}, {"device", "mlx5_0"}};
-      steps.push_back({"RDMA ports (ibstat)", {"ibstat > ibstat.txt"}, "ibstat.txt",
-                       Fmt(nics) + " ports State Active at " + Fmt(pc.line_rate_gbit_per_s.value_or(0)) + " Gb/s (" + link.id + ")",
-                       "seed 004 §4.3: check every node's network with ping and ibstat"});
-      steps.push_back({"RDMA bandwidth per NIC (ib_write_bw), node 1 -> node 2, for every HCA",
-                       {"# node 1 (server):  ib_write_bw -d mlx5_0 -F --report_gbits --perform_warm_up -D 10" + std::string(link.kind == "roce" ? " -x 3" : "") +
-                            (lp.gpudirect_rdma ? " --use_cuda=0" : ""),
-                        "# node 2 (client):  ib_write_bw -d mlx5_0 -F --report_gbits --perform_warm_up -D 10" + std::string(link.kind == "roce" ? " -x 3" : "") +
-                            (lp.gpudirect_rdma ? " --use_cuda=0" : "") + " NODE1 > ib_write_bw-mlx5_0.txt"},
-                       "ib_write_bw-mlx5_0.txt",
-                       "BW average " + Expectations(ToolKind::kPerftest, "ib_write_bw", "bw_avg_gbit_per_s", ctx, pc, catalog, rules),
-                       "seed 001 §4.3/§6.3: ib_write_bw at >= 80% of the line rate; flags as Azure's health check (launch-serving-checks.md §3.2; -x 3 is the usual RoCE v2 GID index)"});
-    } else if (link.kind == "efa") {
-      steps.push_back({"EFA devices", {"fi_info -p efa -t FI_EP_RDM > efa.txt"}, "",
-                       Fmt(nics) + " EFA devices listed (perftest needs RC verbs, which EFA does not offer: the collectives below measure it)",
-                       "launch-serving-checks.md §1.9 (verify EFA: all EFA NICs used)"});
-    } else {
-      steps.push_back({"inter-node network", {"# " + link.id + ": no RDMA verbs; the collectives below measure it"}, "", "", "launch-serving-checks.md §1.9"});
-    }
-  }
-  // 6-7. collectives and the NCCL transport
+  std::vector<ChecklistStep> steps = {TinyJob(lp, hw, amd, plan_file), Topology(hw, amd, multi)};
+  if (!amd) steps.push_back(Clocks());
+  steps.push_back(Pcie(hw, amd));
+  if (multi)
+    for (auto& s : Rdma(pc, catalog, rules)) steps.push_back(std::move(s));
   if (lp.nodes * lp.gpus_per_node > 1) {
     steps.push_back(Collectives(pc, est, catalog, rules, "all_reduce"));
     if (lp.job.parallel.zero >= 1 || multi) steps.push_back(Collectives(pc, est, catalog, rules, "all_gather"));
-    if (multi) {
-      std::string want = lp.network.kind == "tcp" ? "NET/Socket (the plan is on TCP)"
-                         : lp.network.kind == "efa" ? "NET/OFI with 'Selected Provider is efa', " + Fmt(lp.nics_per_node) + " devices"
-                                                    : "NET/IB with " + Fmt(lp.nics_per_node > 0 ? static_cast<double>(lp.nics_per_node) : hw.nics_per_node) +
-                                                          " devices and channels 'via NET/IB/N/GDRDMA'";
-      steps.push_back({"the transport NCCL picked (NCCL_DEBUG=INFO in the runs above)", {"grep -E 'NET/|via |GDR|NCCL WARN' nccl-all_reduce.txt"}, "nccl-all_reduce.txt",
-                       want + "; never NET/Socket across nodes on an RDMA fabric; no 'Got completion ... with error'",
-                       "seed 003 §4: NCCL timeouts come from no RDMA or blocked ports; NCCL_DEBUG=INFO shows which"});
-    }
+    if (multi) steps.push_back(Transport(pc));
   }
-  // 8. storage
-  {
-    std::string expect = "record it: the ledger keeps it";
-    if (hw.storage && hw.storage->read_bytes_per_s)
-      expect = "sequential read >= " + Fmt(0.8 * *hw.storage->read_bytes_per_s / 1e6) + " MB/s (80% of " + hw.storage->id + ", data/storage.csv)";
-    steps.push_back({"storage where the data and checkpoints live (fio)",
-                     {"fio --name=seqread --directory=DATA_DIR --rw=read --bs=1M --size=4G --numjobs=4 --iodepth=32 --ioengine=libaio --direct=1 --group_reporting --output-format=json > fio-read.json",
-                      "fio --name=randread --directory=DATA_DIR --rw=randread --bs=4k --size=1G --numjobs=8 --iodepth=32 --ioengine=libaio --direct=1 --group_reporting --output-format=json > fio-randread.json"},
-                     "fio-read.json fio-randread.json", expect,
-                     "seed 003 §4: slow checkpoints come from low IOPS or many small files; seed 001 §2.2: local NVMe"});
-  }
-  // 9. dcgmi
+  steps.push_back(Storage(hw));
   if (!amd)
     steps.push_back({"GPU diagnostics (dcgmi diag)", {"dcgmi diag -r 2 > dcgmi.txt"}, "dcgmi.txt", "every test Pass",
                      "launch-serving-checks.md §3.3: level 2 is the clouds' epilogue check (AWS ~2.5-10.5 min)"});
-  // 10. checkpoint
-  steps.push_back({"save one checkpoint and load it back",
-                   {"# from the tiny job: save a checkpoint, restart from it, and compare the loss of the next step"}, "",
-                   est.checkpoint_bytes > 0 ? "about " + FormatGiB(est.checkpoint_bytes) + " GiB" +
-                                                  (est.checkpoint_write_s > 0 ? ", written in about " + FormatNumber("%.0f", est.checkpoint_write_s) + " s" : "") +
-                                                  "; the resumed step's loss continues the curve"
-                                            : "the resumed step's loss continues the curve",
-                   "seed 001 §6.3 step 4"});
-  // 11. profiler
-  steps.push_back({"profile the first minutes (torch.profiler or nsys)", {"# wrap a few training steps in torch.profiler.profile(...) and look at the GPU timeline"}, "",
-                   "step about " + FormatNumber("%.2f", lp.step_time_s) + " s, " + FormatNumber("%.0f", lp.tokens_per_s) + " tokens/s, MFU " +
-                       FormatNumber("%.0f", est.mfu * 100) + "%; GPU busy, data-parallel communication overlapped with the backward pass",
-                   "seed 001 §6.3 step 5; seed 003 §4: GPU utilisation below 50% points at data loading"});
+  steps.push_back(Checkpoint(est));
+  steps.push_back(Profiler(lp, est));
   return steps;
 }
 

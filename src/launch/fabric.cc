@@ -273,7 +273,10 @@ std::string EnvLine(const FabricSetting& s) {
     case FabricAction::kExport: return "export " + s.variable + "=" + ShellWord(s.value);
     case FabricAction::kDefault: return "export " + s.variable + "=\"${" + s.variable + ":-" + s.value + "}\"";
     case FabricAction::kPrepend: return "export " + s.variable + "=\"" + s.value + "${" + s.variable + ":+:$" + s.variable + "}\"";
-    case FabricAction::kSource: return "source " + s.variable;
+    // A cloud's profile is not written for `set -u` (launch.sh's): it is sourced with -u off and the
+    // caller's -u restored. A missing file still fails the source, and with it the launch.
+    case FabricAction::kSource:
+      return "{ _gpuplan_u=\"${-//[^u]/}\"; set +u; source " + s.variable + "; [ -z \"$_gpuplan_u\" ] || set -u; }";
     default: break;
   }
   std::string what = s.variable.empty() ? "" : s.variable + (s.value.empty() ? "" : "=" + s.value) + ": ";

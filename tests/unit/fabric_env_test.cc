@@ -173,11 +173,11 @@ TEST(FabricEnv, GcpFabricsSourceTheirProfiles) {
   EXPECT_TRUE(HasLine(a, "export NCCL_NET_GDR_LEVEL=PIX"));  // TCPX's own, not the no-GDR LOC
   EXPECT_TRUE(HasLine(a, "export NCCL_GPUDIRECTTCPX_TX_BINDINGS='enp6s0:8-21,112-125;"));
   const std::string b = Env(OnInstance(tcpxo));
-  EXPECT_TRUE(HasLine(b, "source /var/lib/tcpxo/lib64/nccl-env-profile.sh"));
+  EXPECT_NE(b.find("source /var/lib/tcpxo/lib64/nccl-env-profile.sh;"), std::string::npos) << b;
   EXPECT_TRUE(HasLine(b, "export NCCL_LIB_DIR=/var/lib/tcpxo/lib64"));
   EXPECT_LT(b.find("export NCCL_LIB_DIR"), b.find("source /var/lib/tcpxo"));  // the profile reads it
   const std::string c = Env(OnInstance(gib));
-  EXPECT_TRUE(HasLine(c, "source /usr/local/gib/scripts/set_nccl_env.sh"));
+  EXPECT_NE(c.find("source /usr/local/gib/scripts/set_nccl_env.sh;"), std::string::npos) << c;
   EXPECT_TRUE(HasLine(c, "export NCCL_NET=gIB"));
   EXPECT_FALSE(HasLine(c, "# NCCL_IB_GID_INDEX"));  // the generic RoCE rows are not GCP's
   // SkyPilot names A3 Mega's GPUs apart; GKE attaches these NICs without a device resource.
@@ -265,6 +265,28 @@ TEST(FabricEnv, ACustomFileIsUsedAsGiven) {
   int rc = 0;
   EXPECT_EQ(RunBash(a->content, "source \"$F\"; echo \"$NCCL_IB_HCA\"", &rc), "=mlx5_0:1\n");
   EXPECT_EQ(rc, 0);
+}
+
+// A cloud profile written without `set -u` in mind is sourced under launch.sh's set -euo pipefail,
+// and the caller's -u comes back; a missing profile still fails.
+TEST(FabricEnv, SourcedProfilesNeedNotBeSetUClean) {
+  const std::string dir = ::testing::TempDir() + "fabric_profile_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/profile.sh") << "export FROM_PROFILE=\"x${SOMETHING_UNSET}y\"\n";
+  auto a = FabricEnv(OwnMachines("ib-ndr", true), Cat(),
+                     Csv("infiniband,*,*,multi-node,source," + dir + "/profile.sh,,the site profile,site runbook,2026-11-30\n"), "site.csv");
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  int rc = 0;
+  std::string out = RunBash(a->content, "source \"$F\"; echo \"$FROM_PROFILE\"; echo \"$NOT_SET_EITHER\"", &rc);
+  EXPECT_NE(out.find("xy\n"), std::string::npos) << out;
+  EXPECT_NE(rc, 0) << "set -u must be back on after the profile: " << out;
+  EXPECT_NE(out.find("NOT_SET_EITHER: unbound variable"), std::string::npos) << out;
+  out = RunBash(a->content, "set +u; source \"$F\"; echo \"[$NOT_SET_EITHER]\"", &rc);
+  EXPECT_EQ(rc, 0) << "a caller without -u keeps it off: " << out;
+  std::filesystem::remove_all(dir);
+  out = RunBash(a->content, "source \"$F\"; echo sourced", &rc);
+  EXPECT_NE(rc, 0) << out;
+  EXPECT_EQ(out.find("sourced"), std::string::npos) << out;
 }
 
 std::string BadRow(const std::string& rows) {

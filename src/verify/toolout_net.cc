@@ -274,60 +274,70 @@ OpGuess InferOp(const std::vector<NcclRow>& rows, long long ranks, bool has_sum)
 
 }  // namespace
 
-void ParseNcclTests(const std::vector<Line>& lines, ToolOutput& out) {
-  Builder b(out);
-  out.tool = "nccl-tests";
-  NcclLogState log;
+namespace {
+
+// Stage 1 of an nccl-tests output: what its lines say (header, rank lines, rows, summary, NCCL INFO).
+struct NcclScan {
   std::string op, variant = "nccl-tests", gpu_name;
   std::set<std::string> hosts;
   long long max_rank = -1, slurm_ntasks = 0, ngpus = 0, rank_lines = 0;
   bool old_format = false, in_table = false, summary_after_rows = false, has_sum = false;
   int header_line = 0;
   std::vector<NcclRow> rows;
+  NcclLogState log;
+};
+
+// A "#" line: nThread/nGpus, "# Rank N ... on HOST device D [bus] NAME", the summary lines.
+void ScanNcclComment(const Line& l, const std::string& t, Builder& b, NcclScan& sc) {
+  auto tok = Tokens(t.substr(1));
+  if (tok.size() >= 4 && tok[0] == "nThread")
+    for (size_t i = 0; i + 1 < tok.size(); ++i)
+      if (tok[i] == "nGpus") sc.ngpus = Integer(tok[i + 1]).value_or(0);
+  if (tok.size() >= 6 && tok[0] == "Rank") {
+    sc.max_rank = std::max(sc.max_rank, Integer(tok[1]).value_or(-1));
+    ++sc.rank_lines;
+    for (size_t i = 0; i + 1 < tok.size(); ++i)
+      if (tok[i] == "on") sc.hosts.insert(tok[i + 1]);
+    if (auto br = t.find(']'); br != std::string::npos && !Trim(t.substr(br + 1)).empty()) sc.gpu_name = Trim(t.substr(br + 1));
+  }
+  if (Contains(t, "Avg bus bandwidth")) {
+    auto v = Number(Trim(t.substr(t.find(':') + 1)));
+    if (v) b.Add("busbw_avg_gb_per_s", *v, "GB/s", l.number);
+    else b.Warn(l.number, "'Avg bus bandwidth' without a number");
+    if (!sc.rows.empty()) sc.summary_after_rows = true;
+  }
+  if (Contains(t, "Out of bounds values")) {
+    auto tok2 = Tokens(t.substr(t.find(':') + 1));
+    if (!tok2.empty())
+      if (auto v = Integer(tok2[0])) b.Add("out_of_bounds_values", static_cast<double>(*v), "count", l.number);
+    if (!sc.rows.empty()) sc.summary_after_rows = true;
+  }
+}
+
+NcclScan ScanNcclTests(const std::vector<Line>& lines, Builder& b) {
+  NcclScan sc;
   for (const auto& l : lines) {
     if (Contains(l.text, "NCCL INFO") || Contains(l.text, "NCCL WARN")) {
-      NcclLogLine(l, b, log);
+      NcclLogLine(l, b, sc.log);
       continue;
     }
     const std::string s = StripRankPrefix(l.text);
     const std::string t = Trim(s);
-    if (op.empty()) op = OpFromText(t);
-    if (Contains(t, "rccl-tests") || Contains(t, "rcccl-tests")) variant = "rccl-tests";
-    if (StartsWith(t, "SLURM_NTASKS=")) slurm_ntasks = Integer(t.substr(13)).value_or(0);
+    if (sc.op.empty()) sc.op = OpFromText(t);
+    if (Contains(t, "rccl-tests") || Contains(t, "rcccl-tests")) sc.variant = "rccl-tests";
+    if (StartsWith(t, "SLURM_NTASKS=")) sc.slurm_ntasks = Integer(t.substr(13)).value_or(0);
     if (IsNcclTestsHeader(s)) {
-      old_format = !Contains(t, "#wrong");
-      in_table = true;
-      header_line = l.number;
+      sc.old_format = !Contains(t, "#wrong");
+      sc.in_table = true;
+      sc.header_line = l.number;
       continue;
     }
     if (StartsWith(t, "#")) {
-      auto tok = Tokens(t.substr(1));
-      if (tok.size() >= 4 && tok[0] == "nThread")
-        for (size_t i = 0; i + 1 < tok.size(); ++i)
-          if (tok[i] == "nGpus") ngpus = Integer(tok[i + 1]).value_or(0);
-      if (tok.size() >= 6 && tok[0] == "Rank") {  // Rank 0 [Group 0] Pid N on HOST device D [bus] NAME
-        max_rank = std::max(max_rank, Integer(tok[1]).value_or(-1));
-        ++rank_lines;
-        for (size_t i = 0; i + 1 < tok.size(); ++i)
-          if (tok[i] == "on") hosts.insert(tok[i + 1]);
-        if (auto br = t.find(']'); br != std::string::npos && Trim(t.substr(br + 1)).size() > 0) gpu_name = Trim(t.substr(br + 1));
-      }
-      if (Contains(t, "Avg bus bandwidth")) {
-        auto v = Number(Trim(t.substr(t.find(':') + 1)));
-        if (v) b.Add("busbw_avg_gb_per_s", *v, "GB/s", l.number);
-        else b.Warn(l.number, "'Avg bus bandwidth' without a number");
-        if (!rows.empty()) summary_after_rows = true;
-      }
-      if (Contains(t, "Out of bounds values")) {
-        auto tok2 = Tokens(t.substr(t.find(':') + 1));
-        if (!tok2.empty())
-          if (auto v = Integer(tok2[0])) b.Add("out_of_bounds_values", static_cast<double>(*v), "count", l.number);
-        if (!rows.empty()) summary_after_rows = true;
-      }
+      ScanNcclComment(l, t, b, sc);
       continue;
     }
-    if (!in_table || t.empty()) continue;
-    if (t == "..." || StartsWith(t, "...")) {
+    if (!sc.in_table || t.empty()) continue;
+    if (StartsWith(t, "...")) {
       b.Warn(l.number, "'...': rows left out of this output (an excerpt); peak and average are of the rows shown");
       continue;
     }
@@ -336,32 +346,34 @@ void ParseNcclTests(const std::vector<Line>& lines, ToolOutput& out) {
     std::string why;
     auto row = ReadNcclRow(tok, l.number, &why);
     if (!row) {
-      b.Warn(l.number, why + "; read " + std::to_string(rows.size()) + " row(s) up to it");
+      b.Warn(l.number, why + "; read " + std::to_string(sc.rows.size()) + " row(s) up to it");
       continue;
     }
-    rows.push_back(*row);
-    for (size_t i = 2; i + 8 < tok.size(); ++i) has_sum = has_sum || tok[i] == "sum";
+    sc.rows.push_back(*row);
+    for (size_t i = 2; i + 8 < tok.size(); ++i) sc.has_sum = sc.has_sum || tok[i] == "sum";
   }
-  if (header_line == 0) {
-    b.Warn(0, "'Avg bus bandwidth' without the results table: no per-size numbers");
-  } else if (rows.empty()) {
-    b.Warn(header_line, "results header but no result row after it (cut short?)");
-  } else if (!summary_after_rows) {
-    b.Warn(rows.back().line, "no 'Out of bounds values' / 'Avg bus bandwidth' line after the last row: the output may be cut short here");
-  }
-  // Per-size readings and the summary.
+  if (sc.header_line == 0) b.Warn(0, "'Avg bus bandwidth' without the results table: no per-size numbers");
+  else if (sc.rows.empty()) b.Warn(sc.header_line, "results header but no result row after it (cut short?)");
+  else if (!sc.summary_after_rows)
+    b.Warn(sc.rows.back().line, "no 'Out of bounds values' / 'Avg bus bandwidth' line after the last row: the output may be cut short here");
+  return sc;
+}
+
+// Stage 2: one reading per size, the peak, the largest size, #wrong (or the old error column).
+void AddNcclRowReadings(Builder& b, const NcclScan& sc) {
   const NcclRow* peak = nullptr;
   const NcclRow* largest = nullptr;
   long long wrong = 0;
   double max_err = 0;
   bool have_wrong = false, have_err = false;
   int first_wrong_line = 0;
-  for (const auto& r : rows) {
-    b.Add("busbw_gb_per_s", std::max(r.busbw_oop, r.busbw_ip), "GB/s", r.line).context["msg_bytes"] = Num(r.bytes);
-    if (!peak || std::max(r.busbw_oop, r.busbw_ip) > std::max(peak->busbw_oop, peak->busbw_ip)) peak = &r;
+  auto bus = [](const NcclRow& r) { return std::max(r.busbw_oop, r.busbw_ip); };
+  for (const auto& r : sc.rows) {
+    b.Add("busbw_gb_per_s", bus(r), "GB/s", r.line).context["msg_bytes"] = Num(r.bytes);
+    if (!peak || bus(r) > bus(*peak)) peak = &r;
     if (!largest || r.bytes >= largest->bytes) largest = &r;
     for (const auto& w : {r.wrong_oop, r.wrong_ip}) {
-      if (old_format) {
+      if (sc.old_format) {
         if (auto v = Number(w)) max_err = std::max(max_err, *v), have_err = true;
       } else if (auto v = Integer(w)) {
         have_wrong = true;
@@ -371,42 +383,53 @@ void ParseNcclTests(const std::vector<Line>& lines, ToolOutput& out) {
     }
   }
   if (peak) {
-    Reading& p = b.Add("busbw_peak_gb_per_s", std::max(peak->busbw_oop, peak->busbw_ip), "GB/s", peak->line);
-    p.context["msg_bytes"] = Num(peak->bytes);
+    b.Add("busbw_peak_gb_per_s", bus(*peak), "GB/s", peak->line).context["msg_bytes"] = Num(peak->bytes);
     b.Add("algbw_peak_gb_per_s", std::max(peak->algbw_oop, peak->algbw_ip), "GB/s", peak->line).context["msg_bytes"] = Num(peak->bytes);
-    Reading& m = b.Add("busbw_at_max_msg_gb_per_s", std::max(largest->busbw_oop, largest->busbw_ip), "GB/s", largest->line);
-    m.context["msg_bytes"] = Num(largest->bytes);
+    b.Add("busbw_at_max_msg_gb_per_s", bus(*largest), "GB/s", largest->line).context["msg_bytes"] = Num(largest->bytes);
     b.Add("msg_bytes_max", largest->bytes, "bytes", largest->line);
   }
-  if (have_wrong) b.Add("wrong_total", static_cast<double>(wrong), "count", first_wrong_line ? first_wrong_line : header_line);
-  if (have_err) b.Add("validation_error_max", max_err, "abs", header_line);
-  FinishNcclLog(b, log);
-  // Context every reading of this run shares.
-  long long ranks = max_rank >= 0 ? max_rank + 1 : 0;
-  if (log.ranks) ranks = log.ranks->first;
-  if (ranks == 0 && slurm_ntasks > 0) ranks = slurm_ntasks;
-  if (ngpus > 1) ranks = std::max(ranks, ngpus);
+  if (have_wrong) b.Add("wrong_total", static_cast<double>(wrong), "count", first_wrong_line ? first_wrong_line : sc.header_line);
+  if (have_err) b.Add("validation_error_max", max_err, "abs", sc.header_line);
+}
+
+// Stage 3: the context every reading of the run shares (op, ranks, nodes, GPU, format).
+void AddNcclRunContext(ToolOutput& out, const NcclScan& sc) {
+  long long ranks = sc.max_rank >= 0 ? sc.max_rank + 1 : 0;
+  if (sc.log.ranks) ranks = sc.log.ranks->first;
+  if (ranks == 0 && sc.slurm_ntasks > 0) ranks = sc.slurm_ntasks;
+  if (sc.ngpus > 1) ranks = std::max(ranks, sc.ngpus);
   // The hosts of the "# Rank" lines are the nodes only when every rank has its line (excerpts leave some out).
-  long long nodes = log.nodes ? log.nodes->first : 0;
-  if (nodes == 0 && rank_lines > 0 && rank_lines == ranks) nodes = static_cast<long long>(hosts.size());
-  if (nodes == 0 && ngpus > 0 && ranks == ngpus) nodes = 1;  // one process drives every rank
-  const long long nodes_seen = std::max<long long>(static_cast<long long>(hosts.size()), static_cast<long long>(log.hosts.size()));
+  long long nodes = sc.log.nodes ? sc.log.nodes->first : 0;
+  if (nodes == 0 && sc.rank_lines > 0 && sc.rank_lines == ranks) nodes = static_cast<long long>(sc.hosts.size());
+  if (nodes == 0 && sc.ngpus > 0 && ranks == sc.ngpus) nodes = 1;  // one process drives every rank
+  const long long nodes_seen = std::max<long long>(static_cast<long long>(sc.hosts.size()), static_cast<long long>(sc.log.hosts.size()));
   OpGuess guess;
-  if (op.empty()) guess = InferOp(rows, ranks, has_sum);
+  if (sc.op.empty()) guess = InferOp(sc.rows, ranks, sc.has_sum);
   if (ranks == 0 && guess.ranks > 0) ranks = guess.ranks;
+  out.tool = sc.op.empty() ? sc.variant : sc.op + "_perf";
   for (auto& r : out.readings) {
-    r.tool = op.empty() ? variant : op + "_perf";
-    r.context["op"] = !op.empty() ? op : !guess.op.empty() ? guess.op : "unknown";
-    if (op.empty() && !guess.op.empty()) r.context["op_from"] = guess.why;
-    r.context["variant"] = variant;
+    r.tool = out.tool;
+    r.context["op"] = !sc.op.empty() ? sc.op : !guess.op.empty() ? guess.op : "unknown";
+    if (sc.op.empty() && !guess.op.empty()) r.context["op_from"] = guess.why;
+    r.context["variant"] = sc.variant;
     if (ranks > 0) r.context["ranks"] = std::to_string(ranks);
     if (nodes > 0) r.context["nodes"] = std::to_string(nodes);
     else if (nodes_seen > 1) r.context["nodes_at_least"] = std::to_string(nodes_seen);
-    if (ngpus > 0) r.context["gpus_per_process"] = std::to_string(ngpus);
-    if (!gpu_name.empty()) r.context["gpu_name"] = gpu_name;
-    r.context["format"] = old_format ? "old (error column)" : "current (#wrong column)";
+    if (sc.ngpus > 0) r.context["gpus_per_process"] = std::to_string(sc.ngpus);
+    if (!sc.gpu_name.empty()) r.context["gpu_name"] = sc.gpu_name;
+    r.context["format"] = sc.old_format ? "old (error column)" : "current (#wrong column)";
   }
-  out.tool = op.empty() ? variant : op + "_perf";
+}
+
+}  // namespace
+
+void ParseNcclTests(const std::vector<Line>& lines, ToolOutput& out) {
+  Builder b(out);
+  out.tool = "nccl-tests";
+  const NcclScan sc = ScanNcclTests(lines, b);
+  AddNcclRowReadings(b, sc);
+  FinishNcclLog(b, sc.log);
+  AddNcclRunContext(out, sc);
 }
 
 // ---- perftest ----

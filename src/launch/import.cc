@@ -210,7 +210,7 @@ Status FlattenYaml(const YAML::Node& map, const std::string& prefix, const std::
     const Location here = YamlAt(file, it->first, key);
     if (auto [pos, fresh] = seen.emplace(key, here.line); !fresh)
       return Bad(here, "given twice (first on line " + Str(pos->second) + ")");
-    const YAML::Node& v = it->second;
+    const YAML::Node v = it->second;  // a copy: the iterator yields a temporary pair
     FlatEntry e{key, "", here};
     if (v.IsMap()) {
       e.is_map = true;

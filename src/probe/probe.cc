@@ -95,12 +95,22 @@ void ReadCpu(Env& env, MachineFacts& f) {
     else if (key == "physical id") physical = value, sockets.insert(value);
     else if (key == "core id") cores.insert({physical, value});
   }
+  if (cores.empty()) {  // ARM kernels: no 'physical id' / 'core id' in cpuinfo; sysfs topology has them
+    for (const auto& c : ListOrEmpty(env, "/sys/devices/system/cpu")) {
+      if (c.size() < 4 || c.rfind("cpu", 0) != 0 || !std::isdigit(static_cast<unsigned char>(c[3]))) continue;
+      const std::string t = "/sys/devices/system/cpu/" + c + "/topology/";
+      auto pkg = Attr(env, t + "physical_package_id"), core = Attr(env, t + "core_id");
+      if (!pkg || !core) continue;
+      sockets.insert(*pkg);
+      cores.insert({*pkg, *core});
+    }
+  }
   f.cpu_threads = threads;
   f.cpu_sockets = sockets.empty() ? (threads > 0 ? 1 : 0) : static_cast<int>(sockets.size());
   f.cpu_cores = cores.empty() ? threads : static_cast<int>(cores.size());
   if (f.cpu_model.empty()) f.gaps.push_back({"cpu model", "/proc/cpuinfo has no 'model name' line"});
   if (cores.empty() && threads > 0)
-    f.gaps.push_back({"cpu cores", "/proc/cpuinfo has no 'core id' lines: cores counted as threads"});
+    f.gaps.push_back({"cpu cores", "neither /proc/cpuinfo 'core id' lines nor sysfs cpu topology: cores counted as threads"});
   auto gov = Attr(env, "/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor");
   if (gov && !gov->empty()) f.governor = *gov;
   else

@@ -195,6 +195,23 @@ TEST_F(TempTree, NvidiaSmiFailureAndCardsWithoutDriverAreGaps) {
   EXPECT_TRUE(HasGap(*f, "gpus", "nvidia-smi failed: NVIDIA-SMI has failed because it couldn't communicate"));
 }
 
+// An ARM-style cpuinfo (no model name, no physical/core id): sockets and cores from sysfs topology.
+TEST_F(TempTree, CoresFromSysfsTopologyWhenCpuinfoHasNone) {
+  Write("fs/proc/cpuinfo", "processor\t: 0\nBogoMIPS\t: 50.00\n\nprocessor\t: 1\n\nprocessor\t: 2\n\nprocessor\t: 3\n");
+  for (int c = 0; c < 4; ++c) {
+    Write("fs/sys/devices/system/cpu/cpu" + std::to_string(c) + "/topology/physical_package_id", "0\n");
+    Write("fs/sys/devices/system/cpu/cpu" + std::to_string(c) + "/topology/core_id", std::to_string(c / 2) + "\n");
+  }
+  auto env = NewRecordedEnv(root_);
+  auto f = ProbeMachine(**env);
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->cpu_threads, 4);
+  EXPECT_EQ(f->cpu_cores, 2);
+  EXPECT_EQ(f->cpu_sockets, 1);
+  EXPECT_TRUE(HasGap(*f, "cpu model", "no 'model name'"));
+  EXPECT_FALSE(HasGap(*f, "cpu cores", ""));
+}
+
 TEST_F(TempTree, BadIndexLineIsFileLine) {
   Write("commands/index.tsv", "# comment\nnvidia-smi\tout.txt\n");
   auto env = NewRecordedEnv(root_);

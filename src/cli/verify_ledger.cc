@@ -23,7 +23,14 @@ Result<int64_t> RecordVerifyReadings(const std::string& ledger_path, const std::
     batch.raw_sha256 = Sha256Hex(*raw);
     batch.raw_file = out.file;
     for (const auto& r : out.readings) {
-      nlohmann::json ctx(r.context);
+      // Numbers as JSON numbers (ranks, nodes, msg_bytes, ...), so the ledger's readers (calibrate) can use them.
+      nlohmann::json ctx = nlohmann::json::object();
+      for (const auto& [k, v] : r.context) {
+        auto num = ParseDecimal(v, {});
+        if (num.ok()) ctx[k] = *num;
+        else ctx[k] = v;
+      }
+      if (ctx.contains("msg_bytes")) ctx["bytes"] = ctx["msg_bytes"];  // the message size under calibrate's key too
       ctx["kind"] = ToString(r.kind);
       ctx["where"] = r.where.file + ":" + std::to_string(r.where.line);
       if (!r.text.empty()) ctx["text"] = r.text;

@@ -106,4 +106,9 @@ read -r readings recorded <<< "$want"
 [ "$(sqlite3 "$T/ledger.db" "SELECT COUNT(DISTINCT raw_sha256) FROM measurements")" = 84 ] || fail "expected one raw hash per fixture"
 sha="$(sha256sum "$FIX/nccl-tests/01-allreduce-oci-a100-2node-ib.txt" | cut -d' ' -f1)"
 [ "$(sqlite3 "$T/ledger.db" "SELECT value FROM measurements WHERE kind = 'busbw_peak_gb_per_s' AND raw_sha256 = '$sha'")" = "189.6" ] || fail "the peak busbw of nccl-tests/01 is not in the ledger with its hash"
-echo "ok: ${#FILES[@]} fixtures verified, $recorded readings recorded"
+# 7. What verify recorded is what calibrate reads: the 2x p4de all_reduce becomes the EFA link efficiency.
+"$BIN" verify --ledger "$T/p4de.db" --machine p4de-1 --pool p4de "$FIX/nccl-tests/04-allreduce-aws-p4de-2node-efa.txt" > /dev/null
+printf 'model:\n  preset: llama-2-7b\ncluster:\n  gpu: a100-sxm-80gb\n  num_gpus: 16\n  gpus_per_node: 8\n  network: efa-v1\n  nics_per_node: 4\n' > "$T/p4de.yaml"
+"$BIN" calibrate "$T/p4de.yaml" --ledger "$T/p4de.db" --pool p4de > "$T/cal.csv" 2> "$T/cal.err" || fail "calibrate on verify's readings exited $?: $(cat "$T/cal.err")"
+grep -q '^link_eff\.efa,.*04-allreduce-aws-p4de-2node-efa.txt' "$T/cal.csv" || fail "calibrate did not turn verify's busbw into link_eff.efa: $(cat "$T/cal.csv" "$T/cal.err")"
+echo "ok: ${#FILES[@]} fixtures verified, $recorded readings recorded, calibrate reads them"

@@ -493,109 +493,127 @@ bool LooksLikePerftest(const std::vector<Line>& lines) {
   return false;
 }
 
-void ParsePerftest(const std::vector<Line>& lines, ToolOutput& out) {
-  Builder b(out);
+namespace {
+
+struct PerftestRow {
+  int line;
+  double bytes, peak_gbit_per_s, avg_gbit_per_s;
+};
+
+// Stage 1 of a perftest output: banner, parameters, the results header and its rows.
+struct PerftestScan {
   std::map<std::string, std::string> params;  // Device, Link type, Mtu, Number of qps, ...
   std::vector<std::string> header;            // tokens of the last "#bytes ..." line
   int header_line = 0;
-  bool gbits = true, latency = false;
+  bool gbits = true, latency = false, rows_after_header = false;
   std::set<std::string> seen_rows;
-  struct BwRow { int line; double bytes, peak, avg; };
-  std::vector<BwRow> bw_rows;
-  bool rows_after_header = false;
+  std::vector<PerftestRow> bw_rows;
+};
+
+// "#bytes #iterations t_min[usec] ... 99.9% percentile[usec]" columns -> reading names.
+std::string LatencyMetric(const std::string& header) {
+  const std::string name = header.substr(0, header.find('['));
+  static const std::map<std::string, std::string> kNames = {{"t_min", "lat_min_us"},     {"t_max", "lat_max_us"},   {"t_typical", "lat_typical_us"},
+                                                            {"t_avg", "lat_avg_us"},     {"t_stdev", "lat_stdev_us"}, {"99%", "lat_p99_us"},
+                                                            {"99.9%", "lat_p999_us"}};
+  auto it = kNames.find(name);
+  return it == kNames.end() ? "" : it->second;
+}
+
+// One result row under the header: latency columns become readings now, bandwidth rows are kept.
+void ScanPerftestRow(const Line& l, const std::string& t, Builder& b, PerftestScan& sc) {
+  auto tok = Tokens(t);
+  if (tok.empty() || !Integer(tok[0])) return;
+  if (tok.size() < (sc.latency ? 5u : 4u)) {
+    b.Warn(l.number, "result row has " + std::to_string(tok.size()) + " fields (cut short?); read " + std::to_string(sc.bw_rows.size()) + " row(s) up to it");
+    return;
+  }
+  sc.rows_after_header = true;
+  if (!sc.seen_rows.insert(t).second) return;  // the server and the client print the same row
+  if (sc.latency) {
+    for (size_t i = 2; i < tok.size() && i < sc.header.size(); ++i) {
+      const std::string metric = LatencyMetric(sc.header[i]);
+      if (metric.empty()) continue;
+      auto v = Number(tok[i]);
+      if (!v) {
+        b.Warn(l.number, "latency field '" + tok[i] + "' under '" + sc.header[i] + "' is not a number");
+        continue;
+      }
+      b.Add(metric, *v, "us", l.number).context["msg_bytes"] = tok[0];
+    }
+    return;
+  }
+  auto peak = Number(tok[2]), avg = Number(tok[3]);
+  if (!peak || !avg) {
+    b.Warn(l.number, "bandwidth fields '" + tok[2] + "', '" + tok[3] + "' are not numbers");
+    return;
+  }
+  // perftest: Gb/sec = bytes/s / 1.25e8; MB/sec = bytes/s / 2^20 (format_factor in perftest_parameters.c).
+  const double k = sc.gbits ? 1.0 : 1048576.0 * 8 / 1e9;
+  sc.bw_rows.push_back({l.number, static_cast<double>(*Integer(tok[0])), *peak * k, *avg * k});
+}
+
+PerftestScan ScanPerftest(const std::vector<Line>& lines, Builder& b, ToolOutput& out) {
+  PerftestScan sc;
   for (const auto& l : lines) {
     const std::string t = Trim(l.text);
     if (IsPerftestBanner(t)) {
       if (out.tool.empty()) out.tool = PerftestTool(t);
-      continue;
+    } else if (Contains(t, "Conflicting CPU frequency values detected")) {
+      b.AddState("cpu_frequency_not_max", t, l.number).context["note"] = "perftest measured with a CPU clock below its maximum (governor / power saving)";
+    } else if (!StartsWith(t, "#") && Contains(t, ":") && !std::isdigit(static_cast<unsigned char>(t.empty() ? ' ' : t[0]))) {
+      ReadPerftestPairs(t, sc.params);  // "Dual-port       : OFF\t\tDevice         : mlx5_5"
+    } else if (StartsWith(t, "#bytes")) {
+      sc.header = Tokens(t);
+      sc.header_line = l.number;
+      sc.gbits = Contains(t, "Gb/sec");
+      sc.latency = Contains(t, "t_min[usec]") || Contains(t, "t_typical");
+      sc.rows_after_header = false;
+    } else if (!sc.header.empty()) {
+      ScanPerftestRow(l, t, b, sc);
     }
-    if (Contains(t, "Conflicting CPU frequency values detected")) {
-      Reading& r = b.AddState("cpu_frequency_not_max", t, l.number);
-      r.context["note"] = "perftest measured with a CPU clock below its maximum (governor / power saving)";
-      continue;
-    }
-    // "Dual-port       : OFF\t\tDevice         : mlx5_5" (two pairs on one line)
-    if (!StartsWith(t, "#") && Contains(t, ":") && !std::isdigit(static_cast<unsigned char>(t.empty() ? ' ' : t[0]))) {
-      ReadPerftestPairs(t, params);
-      continue;
-    }
-    if (StartsWith(t, "#bytes")) {
-      header = Tokens(t);
-      header_line = l.number;
-      gbits = Contains(t, "Gb/sec");
-      latency = Contains(t, "t_min[usec]") || Contains(t, "t_typical");
-      rows_after_header = false;
-      continue;
-    }
-    if (header.empty()) continue;
-    auto tok = Tokens(t);
-    if (tok.empty() || !Integer(tok[0])) continue;
-    if (tok.size() < (latency ? 5u : 4u)) {
-      b.Warn(l.number, "result row has " + std::to_string(tok.size()) + " fields (cut short?); read " + std::to_string(bw_rows.size()) + " row(s) up to it");
-      continue;
-    }
-    rows_after_header = true;
-    if (!seen_rows.insert(t).second) continue;  // the server and the client print the same row
-    if (latency) {
-      for (size_t i = 2; i < tok.size() && i < header.size(); ++i) {
-        std::string h = header[i];
-        auto v = Number(tok[i]);
-        if (!v) {
-          b.Warn(l.number, "latency field '" + tok[i] + "' under '" + h + "' is not a number");
-          continue;
-        }
-        std::string name = h.substr(0, h.find('['));
-        if (name == "t_min") name = "lat_min_us";
-        else if (name == "t_max") name = "lat_max_us";
-        else if (name == "t_typical") name = "lat_typical_us";
-        else if (name == "t_avg") name = "lat_avg_us";
-        else if (name == "t_stdev") name = "lat_stdev_us";
-        else if (name == "99%") name = "lat_p99_us";
-        else if (name == "99.9%") name = "lat_p999_us";
-        else continue;
-        b.Add(name, *v, "us", l.number).context["msg_bytes"] = tok[0];
-      }
-      continue;
-    }
-    auto peak = Number(tok[2]), avg = Number(tok[3]);
-    if (!peak || !avg) {
-      b.Warn(l.number, "bandwidth fields '" + tok[2] + "', '" + tok[3] + "' are not numbers");
-      continue;
-    }
-    // perftest: Gb/sec = bytes/s / 1.25e8; MB/sec = bytes/s / 2^20 (format_factor in perftest_parameters.c).
-    const double k = gbits ? 1.0 : 1048576.0 * 8 / 1e9;
-    bw_rows.push_back({l.number, static_cast<double>(*Integer(tok[0])), *peak * k, *avg * k});
   }
-  if (out.tool.empty()) out.tool = latency ? "perftest latency" : "perftest bandwidth";
-  for (auto& r : out.readings) r.tool = out.tool;
-  for (const auto& r : bw_rows) b.Add("row_bw_avg_gbit_per_s", r.avg, "Gb/s", r.line).context["msg_bytes"] = Num(r.bytes);
-  if (!bw_rows.empty()) {
-    const BwRow* big = &bw_rows.front();
-    for (const auto& r : bw_rows)
+  if (sc.header_line > 0 && !sc.rows_after_header)
+    b.Warn(sc.header_line, "results header but no result row after it: the output stops here (cut short?); read the parameters only");
+  if (sc.header_line == 0) b.Warn(0, "perftest banner without a results header (#bytes ...): the run did not finish");
+  return sc;
+}
+
+// Stage 2: the bandwidth summary (the largest message, the best row), the MTU, the shared context.
+void AddPerftestReadings(Builder& b, const PerftestScan& sc, ToolOutput& out) {
+  for (const auto& r : sc.bw_rows) b.Add("row_bw_avg_gbit_per_s", r.avg_gbit_per_s, "Gb/s", r.line).context["msg_bytes"] = Num(r.bytes);
+  if (!sc.bw_rows.empty()) {
+    const PerftestRow* big = &sc.bw_rows.front();
+    const PerftestRow* best = &sc.bw_rows.front();
+    for (const auto& r : sc.bw_rows) {
       if (r.bytes > big->bytes) big = &r;
-    b.Add("bw_avg_gbit_per_s", big->avg, "Gb/s", big->line).context["msg_bytes"] = Num(big->bytes);
-    b.Add("bw_peak_gbit_per_s", big->peak, "Gb/s", big->line).context["msg_bytes"] = Num(big->bytes);
-    double best = 0;
-    int best_line = 0;
-    for (const auto& r : bw_rows)
-      if (r.avg > best) best = r.avg, best_line = r.line;
-    b.Add("bw_avg_max_gbit_per_s", best, "Gb/s", best_line);
+      if (r.avg_gbit_per_s > best->avg_gbit_per_s) best = &r;
+    }
+    b.Add("bw_avg_gbit_per_s", big->avg_gbit_per_s, "Gb/s", big->line).context["msg_bytes"] = Num(big->bytes);
+    b.Add("bw_peak_gbit_per_s", big->peak_gbit_per_s, "Gb/s", big->line).context["msg_bytes"] = Num(big->bytes);
+    b.Add("bw_avg_max_gbit_per_s", best->avg_gbit_per_s, "Gb/s", best->line);
   }
-  if (header_line > 0 && !rows_after_header)
-    b.Warn(header_line, "results header but no result row after it: the output stops here (cut short?); read the parameters only");
-  if (header_line == 0) b.Warn(0, "perftest banner without a results header (#bytes ...): the run did not finish");
-  if (params.count("Mtu"))
-    if (auto v = Number(params["Mtu"].substr(0, params["Mtu"].find('[')))) b.Add("mtu_bytes", *v, "bytes", header_line);
+  if (auto it = sc.params.find("Mtu"); it != sc.params.end())
+    if (auto v = Number(it->second.substr(0, it->second.find('[')))) b.Add("mtu_bytes", *v, "bytes", sc.header_line);
+  if (out.tool.empty()) out.tool = sc.latency ? "perftest latency" : "perftest bandwidth";
   for (auto& r : out.readings) {
     r.tool = out.tool;
     for (const char* k : {"Device", "Link type", "Number of qps", "GID index", "Connection type"})
-      if (params.count(k)) {
+      if (auto it = sc.params.find(k); it != sc.params.end()) {
         std::string key = Lower(k);
         std::replace(key.begin(), key.end(), ' ', '_');
-        r.context[key == "number_of_qps" ? "qps" : key] = params[k];
+        r.context[key == "number_of_qps" ? "qps" : key] = it->second;
       }
-    if (!latency) r.context["reported_unit"] = gbits ? "Gb/sec" : "MB/sec";
+    if (!sc.latency) r.context["reported_unit"] = sc.gbits ? "Gb/sec" : "MB/sec";
   }
+}
+
+}  // namespace
+
+void ParsePerftest(const std::vector<Line>& lines, ToolOutput& out) {
+  Builder b(out);
+  const PerftestScan sc = ScanPerftest(lines, b, out);
+  AddPerftestReadings(b, sc, out);
 }
 
 // ---- a Markdown table of perftest results ----

@@ -1182,6 +1182,9 @@ class ShellReader {
   Status Fail(const std::string& why, int line) { return Bad({file_, line, ""}, why); }
   Result<std::vector<Word>> ReadWord();
   Result<Exp> Expand(bool quoted);
+  Result<Exp> ExpandArith();    // $(( ... ))
+  Result<Exp> ExpandCommand();  // $( ... )
+  Result<Exp> ExpandBraces();   // ${ ... }
   Result<std::string> Enclosed(char open, char close, int& lines);
   Exp Var(const std::string& name) const;
   std::string ExpandSimple(const std::string& text, std::string& unresolved) const;
@@ -1284,6 +1287,130 @@ Result<std::string> ShellReader::Enclosed(char open, char close, int& lines) {
   return Fail(std::string("'") + open + "' never closed (no matching '" + close + "')", start_line);
 }
 
+Result<ShellReader::Exp> ShellReader::ExpandArith() {
+  Exp e;
+  int lines = 0;
+  i_ += 2;
+  auto inner = Enclosed('(', ')', lines);
+  if (!inner.ok()) return inner.status();
+  std::string body = *inner;
+  if (!body.empty() && body.back() == ')') body.pop_back();
+  else if (i_ < s_.size() && s_[i_] == ')') ++i_;
+  // bare names in arithmetic are variables
+  std::string subst, why;
+  for (size_t k = 0; k < body.size();) {
+    if (IsIdentStart(body[k])) {
+      size_t m = k;
+      while (m < body.size() && IsIdent(body[m])) ++m;
+      Exp v = Var(body.substr(k, m - k));
+      if (!v.unresolved.empty() && why.empty()) why = v.unresolved;
+      subst += v.text;
+      k = m;
+    } else if (body[k] == '$') {
+      ++k;
+      if (k < body.size() && body[k] == '{') ++k;
+      size_t m = k;
+      while (m < body.size() && IsIdent(body[m])) ++m;
+      Exp v = Var(body.substr(k, m - k));
+      if (!v.unresolved.empty() && why.empty()) why = v.unresolved;
+      subst += v.text;
+      k = m < body.size() && body[m] == '}' ? m + 1 : m;
+    } else {
+      subst += body[k++];
+    }
+  }
+  auto v = why.empty() ? Arith(subst).Eval() : std::nullopt;
+  if (v) e.text = Str(*v);
+  else e.text = "$((" + body + "))", e.unresolved = why.empty() ? "$((" + body + ")) is not arithmetic gpuplan evaluates" : why;
+  return e;
+}
+
+Result<ShellReader::Exp> ShellReader::ExpandCommand() {
+  Exp e;
+  int lines = 0;
+  ++i_;
+  auto inner = Enclosed('(', ')', lines);
+  if (!inner.ok()) return inner.status();
+  // $(dirname "$0") and $(cd "$(dirname "$0")" && pwd): the directory of this file.
+  if (inner->find("dirname") != std::string::npos && (inner->find("$0") != std::string::npos || inner->find("BASH_SOURCE") != std::string::npos)) {
+    std::error_code ec;  // absolute: the names built from it are not relative to the file a second time
+    const fs::path abs = fs::absolute(DirOf(file_), ec);
+    e.text = (ec ? DirOf(file_) : abs.lexically_normal()).string();
+    if (e.text.size() > 1 && e.text.back() == '/') e.text.pop_back();
+    return e;
+  }
+  e.text = "$(" + *inner + ")";
+  e.unresolved = "$(" + *inner + ") is a command's output, unknown here";
+  return e;
+}
+
+Result<ShellReader::Exp> ShellReader::ExpandBraces() {
+  Exp e;
+  int lines = 0;
+  ++i_;
+  auto inner = Enclosed('{', '}', lines);
+  if (!inner.ok()) return inner.status();
+  const std::string& b = *inner;
+  size_t k = 0;
+  if (!b.empty() && b[0] == '#') {
+    e.text = "${" + b + "}";
+    e.unresolved = "${" + b + "} is not evaluated";
+    return e;
+  }
+  while (k < b.size() && IsIdent(b[k])) ++k;
+  const std::string name = b.substr(0, k);
+  const std::string rest = b.substr(k);
+  if (rest == "[@]" || rest == "[*]") {
+    e.is_array = true;
+    if (auto it = st_.arrays.find(name); it != st_.arrays.end()) {
+      e.words = it->second;
+    } else if (auto v = st_.vars.find(name); v != st_.vars.end()) {
+      e.words = {v->second};
+    } else {
+      e.words = {Word{"${" + b + "}", line_, "array " + name + " is not set in the file"}};
+    }
+    return e;
+  }
+  if (rest.size() > 2 && rest[0] == '[' && rest.back() == ']') {
+    auto it = st_.arrays.find(name);
+    const std::string idx = rest.substr(1, rest.size() - 2);
+    if (it != st_.arrays.end() && !idx.empty() && std::all_of(idx.begin(), idx.end(), ::isdigit) && idx.size() < 6 &&
+        std::stoul(idx) < it->second.size()) {
+      const Word& w = it->second[std::stoul(idx)];
+      e.text = w.text;
+      e.unresolved = w.unresolved;
+      return e;
+    }
+    e.text = "${" + b + "}";
+    e.unresolved = "${" + b + "} is not set in the file";
+    return e;
+  }
+  Exp v = Var(name);
+  const bool set = v.unresolved.empty() || st_.vars.count(name);
+  for (const char* op : {":-", ":=", "-", "="}) {
+    if (rest.rfind(op, 0) != 0) continue;
+    const bool colon = op[0] == ':';
+    if (set && !(colon && v.text.empty())) return v;
+    std::string why;
+    e.text = ExpandSimple(rest.substr(std::strlen(op)), why);
+    e.unresolved = why;
+    return e;
+  }
+  if (rest.rfind(":+", 0) == 0 || rest.rfind("+", 0) == 0) {
+    if (!set || v.text.empty()) return e;
+    std::string why;
+    e.text = ExpandSimple(rest.substr(rest[0] == ':' ? 2 : 1), why);
+    e.unresolved = why;
+    return e;
+  }
+  if (!rest.empty()) {
+    e.text = "${" + b + "}";
+    e.unresolved = "${" + b + "} is not evaluated";
+    return e;
+  }
+  return v;
+}
+
 Result<ShellReader::Exp> ShellReader::Expand(bool quoted) {
   // s_[i_] == '$'
   Exp e;
@@ -1292,124 +1419,10 @@ Result<ShellReader::Exp> ShellReader::Expand(bool quoted) {
     e.text = "$";
     return e;
   }
-  int lines = 0;
   const char c = s_[i_];
-  if (c == '(' && i_ + 1 < s_.size() && s_[i_ + 1] == '(') {
-    i_ += 2;
-    auto inner = Enclosed('(', ')', lines);
-    if (!inner.ok()) return inner.status();
-    std::string body = *inner;
-    if (!body.empty() && body.back() == ')') body.pop_back();
-    else if (i_ < s_.size() && s_[i_] == ')') ++i_;
-    // bare names in arithmetic are variables
-    std::string subst, why;
-    for (size_t k = 0; k < body.size();) {
-      if (IsIdentStart(body[k])) {
-        size_t m = k;
-        while (m < body.size() && IsIdent(body[m])) ++m;
-        Exp v = Var(body.substr(k, m - k));
-        if (!v.unresolved.empty() && why.empty()) why = v.unresolved;
-        subst += v.text;
-        k = m;
-      } else if (body[k] == '$') {
-        ++k;
-        if (k < body.size() && body[k] == '{') ++k;
-        size_t m = k;
-        while (m < body.size() && IsIdent(body[m])) ++m;
-        Exp v = Var(body.substr(k, m - k));
-        if (!v.unresolved.empty() && why.empty()) why = v.unresolved;
-        subst += v.text;
-        k = m < body.size() && body[m] == '}' ? m + 1 : m;
-      } else {
-        subst += body[k++];
-      }
-    }
-    auto v = why.empty() ? Arith(subst).Eval() : std::nullopt;
-    if (v) e.text = Str(*v);
-    else e.text = "$((" + body + "))", e.unresolved = why.empty() ? "$((" + body + ")) is not arithmetic gpuplan evaluates" : why;
-    return e;
-  }
-  if (c == '(') {
-    ++i_;
-    auto inner = Enclosed('(', ')', lines);
-    if (!inner.ok()) return inner.status();
-    // $(dirname "$0") and $(cd "$(dirname "$0")" && pwd): the directory of this file.
-    if (inner->find("dirname") != std::string::npos && (inner->find("$0") != std::string::npos || inner->find("BASH_SOURCE") != std::string::npos)) {
-      std::error_code ec;  // absolute: the names built from it are not relative to the file a second time
-      const fs::path abs = fs::absolute(DirOf(file_), ec);
-      e.text = (ec ? DirOf(file_) : abs.lexically_normal()).string();
-      if (e.text.size() > 1 && e.text.back() == '/') e.text.pop_back();
-      return e;
-    }
-    e.text = "$(" + *inner + ")";
-    e.unresolved = "$(" + *inner + ") is a command's output, unknown here";
-    return e;
-  }
-  if (c == '{') {
-    ++i_;
-    auto inner = Enclosed('{', '}', lines);
-    if (!inner.ok()) return inner.status();
-    const std::string& b = *inner;
-    size_t k = 0;
-    if (!b.empty() && b[0] == '#') {
-      e.text = "${" + b + "}";
-      e.unresolved = "${" + b + "} is not evaluated";
-      return e;
-    }
-    while (k < b.size() && IsIdent(b[k])) ++k;
-    const std::string name = b.substr(0, k);
-    const std::string rest = b.substr(k);
-    if (rest == "[@]" || rest == "[*]") {
-      e.is_array = true;
-      if (auto it = st_.arrays.find(name); it != st_.arrays.end()) {
-        e.words = it->second;
-      } else if (auto v = st_.vars.find(name); v != st_.vars.end()) {
-        e.words = {v->second};
-      } else {
-        e.words = {Word{"${" + b + "}", line_, "array " + name + " is not set in the file"}};
-      }
-      (void)quoted;
-      return e;
-    }
-    if (rest.size() > 2 && rest[0] == '[' && rest.back() == ']') {
-      auto it = st_.arrays.find(name);
-      const std::string idx = rest.substr(1, rest.size() - 2);
-      if (it != st_.arrays.end() && !idx.empty() && std::all_of(idx.begin(), idx.end(), ::isdigit) && idx.size() < 6 &&
-          std::stoul(idx) < it->second.size()) {
-        const Word& w = it->second[std::stoul(idx)];
-        e.text = w.text;
-        e.unresolved = w.unresolved;
-        return e;
-      }
-      e.text = "${" + b + "}";
-      e.unresolved = "${" + b + "} is not set in the file";
-      return e;
-    }
-    Exp v = Var(name);
-    const bool set = v.unresolved.empty() || st_.vars.count(name);
-    for (const char* op : {":-", ":=", "-", "="}) {
-      if (rest.rfind(op, 0) != 0) continue;
-      const bool colon = op[0] == ':';
-      if (set && !(colon && v.text.empty())) return v;
-      std::string why;
-      e.text = ExpandSimple(rest.substr(std::strlen(op)), why);
-      e.unresolved = why;
-      return e;
-    }
-    if (rest.rfind(":+", 0) == 0 || rest.rfind("+", 0) == 0) {
-      if (!set || v.text.empty()) return e;
-      std::string why;
-      e.text = ExpandSimple(rest.substr(rest[0] == ':' ? 2 : 1), why);
-      e.unresolved = why;
-      return e;
-    }
-    if (!rest.empty()) {
-      e.text = "${" + b + "}";
-      e.unresolved = "${" + b + "} is not evaluated";
-      return e;
-    }
-    return v;
-  }
+  if (c == '(' && i_ + 1 < s_.size() && s_[i_ + 1] == '(') return ExpandArith();
+  if (c == '(') return ExpandCommand();
+  if (c == '{') return ExpandBraces();
   if (c == '@' || c == '*') {  // the rest of the command line, given at run time
     ++i_;
     e.is_array = true;
@@ -2227,6 +2240,42 @@ Status MegatronModel(Importer& im, const MegatronArgs& a, int64_t tp) {
   return im.Put("model.vocab", Str(padded), vw);
 }
 
+// --bf16/--fp16/--fp8-*, the optimizer, the kernel and checkpoint switches, a DeepSpeed config.
+Status MegatronPrecisionAndRest(Importer& im, const MegatronArgs& a, int depth) {
+  // precision
+  const Flag* bf16 = a.Get("bf16");
+  const Flag* fp16 = a.Get("fp16");
+  if (bf16 && fp16) return Bad(fp16->At(a.file), "--bf16 and --fp16 together: Megatron takes one");
+  if (a.Get("fp8-format")) GPUPLAN_RETURN_IF_ERROR(im.Put("training.precision", "fp8", a.Get("fp8-format")->At(a.file)));
+  else if (bf16) GPUPLAN_RETURN_IF_ERROR(im.Put("training.precision", "bf16", bf16->At(a.file)));
+  else if (fp16) GPUPLAN_RETURN_IF_ERROR(im.Put("training.precision", "fp16", fp16->At(a.file)));
+  else GPUPLAN_RETURN_IF_ERROR(im.Put("training.precision", "fp32", {a.file, 1, "--bf16/--fp16 (not given)"}, Strength::kDefault));
+  auto recipe = MegValue(im, a, "fp8-recipe");
+  if (!recipe.ok()) return recipe.status();
+  if (*recipe) {
+    const std::string r = **recipe;
+    if (r == "delayed" || r == "tensorwise" || r == "mxfp8") GPUPLAN_RETURN_IF_ERROR(im.Put("training.fp8_recipe", r, a.Get("fp8-recipe")->At(a.file)));
+    else im.Unknown(a.Get("fp8-recipe")->At(a.file), "fp8 recipe '" + r + "' is not one gpuplan models (delayed, tensorwise, mxfp8)");
+  }
+  auto opt = MegValue(im, a, "optimizer");
+  if (!opt.ok()) return opt.status();
+  if (*opt) {
+    if (**opt == "adam") GPUPLAN_RETURN_IF_ERROR(im.Put("training.optimizer", "adamw", a.Get("optimizer")->At(a.file)));
+    else if (**opt == "sgd") GPUPLAN_RETURN_IF_ERROR(im.Put("training.optimizer", "sgd", a.Get("optimizer")->At(a.file)));
+    else im.Unknown(a.Get("optimizer")->At(a.file), "optimizer '" + **opt + "' is not one gpuplan models");
+  }
+  if (const Flag* f = a.Get("use-flash-attn")) GPUPLAN_RETURN_IF_ERROR(im.Put("training.flash_attention", "true", f->At(a.file)));
+  if (const Flag* f = a.Get("accumulate-allreduce-grads-in-fp32")) GPUPLAN_RETURN_IF_ERROR(im.Put("training.fp32_grads", "true", f->At(a.file)));
+  if (const Flag* f = a.Get("async-save")) GPUPLAN_RETURN_IF_ERROR(im.Put("training.checkpoint_async", "true", f->At(a.file)));
+  if (const Flag* f = a.Get("qk-layernorm")) im.Note(f->At(a.file), "q/k layernorm: its parameters are not counted from flags (use --model for a model that has them)");
+  for (const char* k : {"deepspeed-config", "deepspeed_config"}) {
+    auto path = MegValue(im, a, k);
+    if (!path.ok()) return path.status();
+    if (*path) GPUPLAN_RETURN_IF_ERROR(im.ReadNamedFile(**path, a.Get(k)->At(a.file), depth, ImportKind::kDeepspeedConfig));
+  }
+  return Status::Ok();
+}
+
 Status MegatronLayoutAndBatch(Importer& im, const MegatronArgs& a, int depth) {
   auto put = [&](const char* n, const char* key, int64_t min, int64_t max) { return MegPutInt(im, a, n, key, min, max); };
   GPUPLAN_RETURN_IF_ERROR(put("tensor-model-parallel-size", "parallel.tp", 1, 1024));
@@ -2280,38 +2329,7 @@ Status MegatronLayoutAndBatch(Importer& im, const MegatronArgs& a, int depth) {
   GPUPLAN_RETURN_IF_ERROR(put("encoder-seq-length", "training.seq_len", 1, 1 << 24));
   GPUPLAN_RETURN_IF_ERROR(put("train-iters", "training.steps", 1, int64_t{1} << 40));
   GPUPLAN_RETURN_IF_ERROR(put("train-samples", "training.samples", 1, int64_t{1} << 40));
-  // precision
-  const Flag* bf16 = a.Get("bf16");
-  const Flag* fp16 = a.Get("fp16");
-  if (bf16 && fp16) return Bad(fp16->At(a.file), "--bf16 and --fp16 together: Megatron takes one");
-  if (a.Get("fp8-format")) GPUPLAN_RETURN_IF_ERROR(im.Put("training.precision", "fp8", a.Get("fp8-format")->At(a.file)));
-  else if (bf16) GPUPLAN_RETURN_IF_ERROR(im.Put("training.precision", "bf16", bf16->At(a.file)));
-  else if (fp16) GPUPLAN_RETURN_IF_ERROR(im.Put("training.precision", "fp16", fp16->At(a.file)));
-  else GPUPLAN_RETURN_IF_ERROR(im.Put("training.precision", "fp32", {a.file, 1, "--bf16/--fp16 (not given)"}, Strength::kDefault));
-  auto recipe = MegValue(im, a, "fp8-recipe");
-  if (!recipe.ok()) return recipe.status();
-  if (*recipe) {
-    const std::string r = **recipe;
-    if (r == "delayed" || r == "tensorwise" || r == "mxfp8") GPUPLAN_RETURN_IF_ERROR(im.Put("training.fp8_recipe", r, a.Get("fp8-recipe")->At(a.file)));
-    else im.Unknown(a.Get("fp8-recipe")->At(a.file), "fp8 recipe '" + r + "' is not one gpuplan models (delayed, tensorwise, mxfp8)");
-  }
-  auto opt = MegValue(im, a, "optimizer");
-  if (!opt.ok()) return opt.status();
-  if (*opt) {
-    if (**opt == "adam") GPUPLAN_RETURN_IF_ERROR(im.Put("training.optimizer", "adamw", a.Get("optimizer")->At(a.file)));
-    else if (**opt == "sgd") GPUPLAN_RETURN_IF_ERROR(im.Put("training.optimizer", "sgd", a.Get("optimizer")->At(a.file)));
-    else im.Unknown(a.Get("optimizer")->At(a.file), "optimizer '" + **opt + "' is not one gpuplan models");
-  }
-  if (const Flag* f = a.Get("use-flash-attn")) GPUPLAN_RETURN_IF_ERROR(im.Put("training.flash_attention", "true", f->At(a.file)));
-  if (const Flag* f = a.Get("accumulate-allreduce-grads-in-fp32")) GPUPLAN_RETURN_IF_ERROR(im.Put("training.fp32_grads", "true", f->At(a.file)));
-  if (const Flag* f = a.Get("async-save")) GPUPLAN_RETURN_IF_ERROR(im.Put("training.checkpoint_async", "true", f->At(a.file)));
-  if (const Flag* f = a.Get("qk-layernorm")) im.Note(f->At(a.file), "q/k layernorm: its parameters are not counted from flags (use --model for a model that has them)");
-  for (const char* k : {"deepspeed-config", "deepspeed_config"}) {
-    auto path = MegValue(im, a, k);
-    if (!path.ok()) return path.status();
-    if (*path) GPUPLAN_RETURN_IF_ERROR(im.ReadNamedFile(**path, a.Get(k)->At(a.file), depth, ImportKind::kDeepspeedConfig));
-  }
-  return Status::Ok();
+  return MegatronPrecisionAndRest(im, a, depth);
 }
 
 Status Megatron(Importer& im, const std::vector<Flag>& flags, const std::string& file, int depth) {
@@ -2637,7 +2655,9 @@ Location LocOf(const Job& job, const std::string& key) {
   return it == job.set_keys.end() ? Location{"", 0, key} : it->second;
 }
 
-Status Importer::ResolveBatch(Job& job) {
+// The data-parallel degree the layout gives (0 = unknown) and how, for messages; a layout that does
+// not divide the GPU count is an error at the line of tp/pp/cp.
+Result<std::pair<int64_t, std::string>> DataParallel(const Job& job) {
   const ParallelSpec& p = job.parallel;
   const int64_t mp = p.tp * p.pp * p.cp;
   int64_t dp = 0;
@@ -2663,6 +2683,14 @@ Status Importer::ResolveBatch(Job& job) {
     dp = p.dp;
     dp_how = "dp " + Str(dp) + " (" + At(LocOf(job, "parallel.dp")) + ")";
   }
+  return std::make_pair(dp, dp_how);
+}
+
+Status Importer::ResolveBatch(Job& job) {
+  auto layout = DataParallel(job);
+  if (!layout.ok()) return layout.status();
+  const int64_t dp = layout->first;
+  const std::string dp_how = layout->second;
   const Fact* M = Find("training.micro_batch");
   const Fact* G = Find("training.grad_accum");
   const Fact* B = Find("training.global_batch");

@@ -108,7 +108,8 @@ struct ForgetCounts {
   int64_t pools = 0, machines = 0, measurements = 0;
 };
 
-enum class ExportFormat { kCsv, kJson };
+// (Not "ExportFormat": gpuplan/launch.h has that name for launch artefacts.)
+enum class LedgerExportFormat { kCsv, kJson };
 
 // Columns of the CSV export, which `ImportCsv` reads back (id is ignored on import).
 constexpr const char* kLedgerCsvHeader =
@@ -162,7 +163,7 @@ class Ledger {
   Result<ForgetCounts> Forget(const ForgetSpec& spec);
 
   // CSV (kLedgerCsvHeader) or JSON {"ledger_schema":..,"gpuplan_version":..,"measurements":[...]}.
-  Result<std::string> Export(const MeasurementFilter& filter, ExportFormat format) const;
+  Result<std::string> Export(const MeasurementFilter& filter, LedgerExportFormat format) const;
 
   // Reads a CSV with kLedgerCsvHeader's columns (id, time_utc, version, raw_* and context_json may
   // be absent or empty: now / this version / none / {}), checks every row first (a bad row is

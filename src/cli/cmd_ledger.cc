@@ -134,7 +134,7 @@ int Export(const Args& a, bool json) {
   if (!f.ok()) return Fail(f.status(), json);
   std::string fmt = json ? "json" : a.Get("format", "csv");
   if (fmt != "csv" && fmt != "json") return Fail(Status::BadInput({"command line", 0, "--format"}, "expected csv|json, got '" + fmt + "'"), json);
-  auto text = (*l)->Export(*f, fmt == "csv" ? ExportFormat::kCsv : ExportFormat::kJson);
+  auto text = (*l)->Export(*f, fmt == "csv" ? LedgerExportFormat::kCsv : LedgerExportFormat::kJson);
   if (!text.ok()) return Fail(text.status(), json);
   if (a.Has("out")) {
     std::ofstream out(a.Get("out"), std::ios::binary);

@@ -589,10 +589,10 @@ std::string NumberText(double v) {
 }
 }  // namespace
 
-Result<std::string> Ledger::Export(const MeasurementFilter& filter, ExportFormat format) const {
+Result<std::string> Ledger::Export(const MeasurementFilter& filter, LedgerExportFormat format) const {
   auto rows = Measurements(filter);
   if (!rows.ok()) return rows.status();
-  if (format == ExportFormat::kCsv) {
+  if (format == LedgerExportFormat::kCsv) {
     std::string out = std::string(kLedgerCsvHeader) + "\n";
     for (const auto& m : *rows) {
       const std::string cells[] = {std::to_string(m.id), m.machine, m.pool, m.kind, NumberText(m.value), m.unit,

@@ -280,7 +280,7 @@ TEST_F(LedgerTest, CsvExportImportsBackAndJsonExportParses) {
   ASSERT_TRUE(l->RecordMeasurements(Batch("node,01", "h100", {{"busbw_gb_per_s", 361.25, "GB/s", R"({"op":"all \"reduce\""})"}},
                                           "2026-11-30T10:00:00Z")).ok());
   ASSERT_TRUE(l->RecordMeasurements(Batch("node-02", "h100", {{"storage_seq_read_mb_per_s", 0.1, "MB/s"}})).ok());
-  auto csv = l->Export({}, ExportFormat::kCsv);
+  auto csv = l->Export({}, LedgerExportFormat::kCsv);
   ASSERT_TRUE(csv.ok());
   EXPECT_EQ(csv->substr(0, csv->find('\n')), kLedgerCsvHeader);
   const std::string file = dir_ + "/export.csv";
@@ -304,7 +304,7 @@ TEST_F(LedgerTest, CsvExportImportsBackAndJsonExportParses) {
     EXPECT_EQ((*a)[i].raw_sha256, (*b)[i].raw_sha256);
     EXPECT_EQ((*a)[i].context_json, (*b)[i].context_json);
   }
-  auto json = nlohmann::json::parse(*l->Export({.kind = "busbw_gb_per_s"}, ExportFormat::kJson));
+  auto json = nlohmann::json::parse(*l->Export({.kind = "busbw_gb_per_s"}, LedgerExportFormat::kJson));
   EXPECT_EQ(json["ledger_schema"], kLedgerSchemaVersion);
   ASSERT_EQ(json["measurements"].size(), 1u);
   EXPECT_EQ(json["measurements"][0]["context"]["op"], "all \"reduce\"");

@@ -310,91 +310,99 @@ bool IsThermalOrHw(const std::string& reason) {
 
 }  // namespace
 
-void ParseNvidiaSmiQuery(const std::vector<Line>& lines, ToolOutput& out) {
-  Builder b(out);
-  out.tool = "nvidia-smi -q";
+namespace {
+
+struct Throttle {
+  int line = 0;
+  std::vector<std::string> active;  // reasons that lower the clock (not Idle, not a clock setting)
+  int hw = 0;                       // thermal or hardware slowdowns among them
+  bool idle = false;
+};
+
+// What the -q parser carries from line to line: the section path, the GPU, the per-GPU summaries.
+struct QueryState {
   std::vector<std::pair<int, std::string>> stack;  // (indent, section)
   std::string gpu;
-  struct Throttle { int line = 0; std::vector<std::string> active; int hw = 0; bool idle = false; };
-  std::map<std::string, Throttle> throttle;  // per GPU
+  std::map<std::string, Throttle> throttle;        // per GPU
   double ecc_total = -1;
   int ecc_line = 0;
-  auto path_has = [&](const char* s) {
+  bool InPath(const char* s) const {
     for (const auto& [i, name] : stack)
       if (name == s) return true;
     return false;
-  };
-  for (const auto& l : lines) {
-    const std::string t = Trim(l.text);
-    if (t.empty() || StartsWith(t, "$") || StartsWith(t, "=")) continue;
-    const int ind = Indent(l.text);
-    while (!stack.empty() && stack.back().first >= ind) stack.pop_back();
-    auto colon = t.find(" : ");
-    if (colon == std::string::npos && t.back() != ':') {
-      if (StartsWith(t, "GPU ") && ind == 0) {
-        gpu = Trim(t.substr(4));
-        stack.clear();
-        continue;
-      }
-      stack.push_back({ind, t});
-      continue;
-    }
-    const std::string key = Trim(t.substr(0, colon == std::string::npos ? t.size() - 1 : colon));
-    const std::string value = colon == std::string::npos ? "" : Trim(t.substr(colon + 3));
-    const std::string parent = stack.empty() ? "" : stack.back().second;
-    auto ctx = [&](Reading& r) -> Reading& {
-      if (!gpu.empty()) r.context["gpu"] = gpu;
-      return r;
-    };
-    auto mhz = [&](const std::string& metric) {
-      if (auto v = Number(Tokens(value).empty() ? "" : Tokens(value)[0])) ctx(b.Add(metric, *v, "MHz", l.number));
-    };
-    if (ind > 0 && stack.empty() && gpu.empty() && (key == "Current" || key == "Max")) {
-      b.Warn(l.number, "'" + key + " : " + value + "' without its section (the output starts mid-record): not read");
-      continue;
-    }
-    if (key == "Attached GPUs") {
-      if (auto v = Number(value)) b.Add("gpu_count", *v, "count", l.number);
-    } else if (key == "Driver Version") {
-      b.AddState("driver_version", value, l.number);
-    } else if (key == "Performance State") {
-      ctx(b.AddState("perf_state", value, l.number));
-    } else if (parent == "Clocks" && (key == "Graphics" || key == "SM" || key == "Memory")) {
-      mhz("clock_" + Lower(key) + "_mhz");
-    } else if (parent == "Max Clocks" && (key == "Graphics" || key == "SM" || key == "Memory")) {
-      mhz("clock_" + Lower(key) + "_max_mhz");
-    } else if (parent == "Applications Clocks" && (key == "Graphics" || key == "Memory")) {
-      mhz("clock_app_" + Lower(key) + "_mhz");
-    } else if (parent == "SM Clock Samples" && key == "Avg") {
-      mhz("clock_sm_avg_mhz");
-    } else if (path_has("Clocks Throttle Reasons") || path_has("Clocks Event Reasons")) {
-      Throttle& th = throttle[gpu];
-      if (!th.line) th.line = l.number;
-      if (value == "Active") {
-        if (key == "Idle") th.idle = true;
-        else if (key != "Applications Clocks Setting" && key != "Display Clock Setting") th.active.push_back(key);
-        if (IsThermalOrHw(key)) ++th.hw;
-      }
-    } else if (parent == "Link Width" && (key == "Current" || key == "Max")) {
-      if (auto v = Number(value.substr(0, value.find('x')))) ctx(b.Add(key == "Max" ? "pcie_width_max" : "pcie_width", *v, "lanes", l.number));
-    } else if (parent == "PCIe Generation" && (key == "Current" || key == "Max")) {
-      if (auto v = Number(value)) ctx(b.Add(key == "Max" ? "pcie_gen_max" : "pcie_gen", *v, "gen", l.number));
-    } else if (path_has("ECC Errors") && (key == "Total" || Contains(key, "Uncorrectable")) && (path_has("Double Bit") || Contains(key, "Uncorrectable"))) {
-      if (auto v = Number(value)) ecc_total = std::max(0.0, ecc_total) + *v, ecc_line = ecc_line ? ecc_line : l.number;
-    } else if (path_has("Retired Pages") && (Contains(key, "Single Bit") || Contains(key, "Double Bit") || key == "Pending" || Contains(key, "Pending Page"))) {
-      const std::string v = Tokens(value).empty() ? value : Tokens(value)[0];
-      if (key == "Pending" || Contains(key, "Pending")) ctx(b.Add("retired_pages_pending", v == "Yes", "bool", l.number));
-      else if (auto n = Number(v)) ctx(b.Add(Contains(key, "Single") ? "retired_pages_sbe" : "retired_pages_dbe", *n, "count", l.number));
-    } else if (path_has("Remapped Rows") && (key == "Pending" || Contains(key, "Uncorrectable"))) {
-      if (key == "Pending") ctx(b.Add("remapped_rows_pending", value == "Yes", "bool", l.number));
-      else if (auto n = Number(value)) ctx(b.Add("remapped_rows_uncorrectable", *n, "count", l.number));
-    } else if (key == "GPU Current Temp") {
-      if (auto v = Number(Tokens(value).empty() ? "" : Tokens(value)[0])) ctx(b.Add("temperature_c", *v, "C", l.number));
-    } else if (parent == "FB Memory Usage" && key == "Total") {
-      if (auto v = Number(Tokens(value).empty() ? "" : Tokens(value)[0])) ctx(b.Add("memory_total_mib", *v, "MiB", l.number));
-    }
   }
-  for (const auto& [g, th] : throttle) {
+};
+
+struct QueryField {
+  std::string key, value, parent;
+  int line = 0;
+  std::string First() const { return Tokens(value).empty() ? "" : Tokens(value)[0]; }  // "405 MHz" -> "405"
+};
+
+Reading& ForGpu(Reading& r, const QueryState& st) {
+  if (!st.gpu.empty()) r.context["gpu"] = st.gpu;
+  return r;
+}
+
+// Clocks, PCIe, performance state, temperature, memory; false when the field is none of them.
+bool ReadQueryState(const QueryField& f, Builder& b, const QueryState& st) {
+  auto mhz = [&](const std::string& metric) {
+    if (auto v = Number(f.First())) ForGpu(b.Add(metric, *v, "MHz", f.line), st);
+    return true;
+  };
+  const bool gsm = f.key == "Graphics" || f.key == "SM" || f.key == "Memory";
+  if (f.key == "Attached GPUs") {
+    if (auto v = Number(f.value)) b.Add("gpu_count", *v, "count", f.line);
+  } else if (f.key == "Driver Version") {
+    b.AddState("driver_version", f.value, f.line);
+  } else if (f.key == "Performance State") {
+    ForGpu(b.AddState("perf_state", f.value, f.line), st);
+  } else if (f.parent == "Clocks" && gsm) {
+    return mhz("clock_" + Lower(f.key) + "_mhz");
+  } else if (f.parent == "Max Clocks" && gsm) {
+    return mhz("clock_" + Lower(f.key) + "_max_mhz");
+  } else if (f.parent == "Applications Clocks" && (f.key == "Graphics" || f.key == "Memory")) {
+    return mhz("clock_app_" + Lower(f.key) + "_mhz");
+  } else if (f.parent == "SM Clock Samples" && f.key == "Avg") {
+    return mhz("clock_sm_avg_mhz");
+  } else if (f.parent == "Link Width" && (f.key == "Current" || f.key == "Max")) {
+    if (auto v = Number(f.value.substr(0, f.value.find('x')))) ForGpu(b.Add(f.key == "Max" ? "pcie_width_max" : "pcie_width", *v, "lanes", f.line), st);
+  } else if (f.parent == "PCIe Generation" && (f.key == "Current" || f.key == "Max")) {
+    if (auto v = Number(f.value)) ForGpu(b.Add(f.key == "Max" ? "pcie_gen_max" : "pcie_gen", *v, "gen", f.line), st);
+  } else if (f.key == "GPU Current Temp") {
+    if (auto v = Number(f.First())) ForGpu(b.Add("temperature_c", *v, "C", f.line), st);
+  } else if (f.parent == "FB Memory Usage" && f.key == "Total") {
+    if (auto v = Number(f.First())) ForGpu(b.Add("memory_total_mib", *v, "MiB", f.line), st);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// Throttle/event reasons, ECC, retired pages, remapped rows.
+void ReadQueryHealth(const QueryField& f, Builder& b, QueryState& st) {
+  if (st.InPath("Clocks Throttle Reasons") || st.InPath("Clocks Event Reasons")) {
+    Throttle& th = st.throttle[st.gpu];
+    if (!th.line) th.line = f.line;
+    if (f.value != "Active") return;
+    if (f.key == "Idle") th.idle = true;
+    else if (f.key != "Applications Clocks Setting" && f.key != "Display Clock Setting") th.active.push_back(f.key);
+    if (IsThermalOrHw(f.key)) ++th.hw;
+  } else if (st.InPath("ECC Errors") && (Contains(f.key, "Uncorrectable") || (f.key == "Total" && st.InPath("Double Bit")))) {
+    if (auto v = Number(f.value)) st.ecc_total = std::max(0.0, st.ecc_total) + *v, st.ecc_line = st.ecc_line ? st.ecc_line : f.line;
+  } else if (st.InPath("Retired Pages") && (Contains(f.key, "Single Bit") || Contains(f.key, "Double Bit") || Contains(f.key, "Pending"))) {
+    const std::string v = Tokens(f.value).empty() ? f.value : f.First();
+    if (Contains(f.key, "Pending")) ForGpu(b.Add("retired_pages_pending", v == "Yes", "bool", f.line), st);
+    else if (auto n = Number(v)) ForGpu(b.Add(Contains(f.key, "Single") ? "retired_pages_sbe" : "retired_pages_dbe", *n, "count", f.line), st);
+  } else if (st.InPath("Remapped Rows") && (f.key == "Pending" || Contains(f.key, "Uncorrectable"))) {
+    if (f.key == "Pending") ForGpu(b.Add("remapped_rows_pending", f.value == "Yes", "bool", f.line), st);
+    else if (auto n = Number(f.value)) ForGpu(b.Add("remapped_rows_uncorrectable", *n, "count", f.line), st);
+  }
+}
+
+// The per-GPU throttle summary, the ECC total, and each current PCIe value's capability (cap_*).
+void AddQuerySummary(Builder& b, const QueryState& st, ToolOutput& out) {
+  for (const auto& [g, th] : st.throttle) {
     std::string names;
     for (const auto& n : th.active) names += (names.empty() ? "" : ", ") + n;
     Reading& r = b.Add("throttle_reasons_active", static_cast<double>(th.active.size()), "count", th.line);
@@ -404,8 +412,7 @@ void ParseNvidiaSmiQuery(const std::vector<Line>& lines, ToolOutput& out) {
     Reading& h = b.Add("throttle_thermal_or_hw_active", th.hw, "count", th.line);
     if (!g.empty()) h.context["gpu"] = g;
   }
-  if (ecc_total >= 0) b.Add("ecc_uncorrectable", ecc_total, "count", ecc_line);
-  // The capability next to the current value (as lspci's LnkCap): cap_width, cap_gen.
+  if (st.ecc_total >= 0) b.Add("ecc_uncorrectable", st.ecc_total, "count", st.ecc_line);
   for (auto& r : out.readings) {
     const char* cap = r.metric == "pcie_width" ? "pcie_width_max" : r.metric == "pcie_gen" ? "pcie_gen_max" : nullptr;
     if (!cap) continue;
@@ -413,6 +420,34 @@ void ParseNvidiaSmiQuery(const std::vector<Line>& lines, ToolOutput& out) {
       if (m.metric == cap && m.context.count("gpu") == r.context.count("gpu") && (!m.context.count("gpu") || m.context.at("gpu") == r.context.at("gpu")))
         r.context[r.metric == "pcie_width" ? "cap_width" : "cap_gen"] = Num(m.value);
   }
+}
+
+}  // namespace
+
+void ParseNvidiaSmiQuery(const std::vector<Line>& lines, ToolOutput& out) {
+  Builder b(out);
+  out.tool = "nvidia-smi -q";
+  QueryState st;
+  for (const auto& l : lines) {
+    const std::string t = Trim(l.text);
+    if (t.empty() || StartsWith(t, "$") || StartsWith(t, "=")) continue;
+    const int ind = Indent(l.text);
+    while (!st.stack.empty() && st.stack.back().first >= ind) st.stack.pop_back();
+    const auto colon = t.find(" : ");
+    if (colon == std::string::npos && t.back() != ':') {  // a section ("Clocks") or a GPU ("GPU 0000:00:04.0")
+      if (StartsWith(t, "GPU ") && ind == 0) st.gpu = Trim(t.substr(4)), st.stack.clear();
+      else st.stack.push_back({ind, t});
+      continue;
+    }
+    QueryField f{Trim(t.substr(0, colon == std::string::npos ? t.size() - 1 : colon)), colon == std::string::npos ? "" : Trim(t.substr(colon + 3)),
+                 st.stack.empty() ? "" : st.stack.back().second, l.number};
+    if (ind > 0 && st.stack.empty() && st.gpu.empty() && (f.key == "Current" || f.key == "Max")) {
+      b.Warn(l.number, "'" + f.key + " : " + f.value + "' without its section (the output starts mid-record): not read");
+      continue;
+    }
+    if (!ReadQueryState(f, b, st)) ReadQueryHealth(f, b, st);
+  }
+  AddQuerySummary(b, st, out);
 }
 
 // ---- nvidia-smi nvlink -s ----

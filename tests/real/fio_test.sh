@@ -37,4 +37,5 @@ set +e
 set -e
 [ "$rc" = 1 ] || fail "--bench storage on a missing folder: exit $rc, expected 1"
 grep -q "nowhere" "$T/bad.txt" || fail "the error does not name the folder: $(cat "$T/bad.txt")"
+[ ! -e "$T/other.db" ] || fail "a failed --bench storage wrote a ledger (the command records all or nothing)"
 echo "ok: fio ran on $T/scratch (direct=$direct); MB/s and IOPS recorded with hashes that sha256sum confirms"

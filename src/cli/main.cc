@@ -27,7 +27,7 @@ const Command kCommands[] = {
     {"verify", "read nccl-tests/perftest/nvidia-smi/lspci/ibstat/fio/dcgmi/NCCL-log outputs: pass/warn/fail against the plan", gpuplan::cli::CmdVerify},
     {"checklist", "seed 001's validation list for a plan: commands to run on the cluster and the numbers to reach", gpuplan::cli::CmdChecklist},
     {"probe", "measure this machine (CPU, NUMA, RAM, disks, NICs, RDMA, PCIe, GPUs; --bench storage|cpu|gpu) into the ledger", gpuplan::cli::CmdProbe},
-    {"ledger", "the resource ledger (SQLite): list | show | export | forget", gpuplan::cli::CmdLedger},
+    {"ledger", "the resource ledger (SQLite): list | show | export | forget | import", gpuplan::cli::CmdLedger},
     {"calibrate", "turn a pool's measured numbers (ledger) into calibration overrides for --calibration", gpuplan::cli::CmdCalibrate},
     {"diagnose", "rank likely causes of a slow or failing job (symptoms, logs) with the model's numbers", gpuplan::cli::CmdDiagnose},
     {"validate", "predict published runs (runs.csv format) and report the error", gpuplan::cli::CmdValidate},

@@ -481,8 +481,10 @@ Args MegatronParallelArgs(const LaunchPlan& p) {
   if (q.ep > 1) m.push_back({"--expert-model-parallel-size", Str(q.ep)});
   if (q.sequence_parallel) m.push_back({"--sequence-parallel", ""});
   if (q.zero >= 1) m.push_back({"--use-distributed-optimizer", ""});
-  if (q.zero == 3)
-    m.insert(m.end(), {{"--use-megatron-fsdp", ""}, {"--data-parallel-sharding-strategy", "optim_grads_params"},
+  // ZeRO-2/3 are Megatron-FSDP's optim_grads / optim_grads_params (launch-serving-checks.md §1.4);
+  // the distributed optimizer alone shards only the optimizer states (ZeRO-1).
+  if (q.zero >= 2)
+    m.insert(m.end(), {{"--use-megatron-fsdp", ""}, {"--data-parallel-sharding-strategy", q.zero == 3 ? "optim_grads_params" : "optim_grads"},
                        {"--ckpt-format", "fsdp_dtensor"}});
   if (q.offload == Offload::kOptimizer)
     m.insert(m.end(), {{"--optimizer-cpu-offload", ""}, {"--optimizer-offload-fraction", "1.0"},
@@ -561,8 +563,9 @@ std::vector<std::string> BridgeOverrides(const LaunchPlan& p) {
   if (t.recompute == Recompute::kFull) o.insert(o.end(), {"model.recompute_method=uniform", "model.recompute_num_layers=1"});
   o.push_back("ddp.use_distributed_optimizer=" + Str(q.zero >= 1));
   o.push_back("optimizer.use_distributed_optimizer=" + Str(q.zero >= 1));
-  if (q.zero == 3)
-    o.insert(o.end(), {"dist.use_megatron_fsdp=true", "ddp.use_megatron_fsdp=true", "ddp.data_parallel_sharding_strategy=optim_grads_params",
+  if (q.zero >= 2)
+    o.insert(o.end(), {"dist.use_megatron_fsdp=true", "ddp.use_megatron_fsdp=true",
+                       std::string("ddp.data_parallel_sharding_strategy=") + (q.zero == 3 ? "optim_grads_params" : "optim_grads"),
                        "checkpoint.ckpt_format=fsdp_dtensor"});
   if (q.offload == Offload::kOptimizer)
     o.insert(o.end(), {"optimizer.optimizer_cpu_offload=true", "optimizer.optimizer_offload_fraction=1.0",
@@ -588,8 +591,8 @@ std::string BridgeFile(const LaunchPlan& p) {
 
 std::vector<Artifact> ExportMegatron(const LaunchPlan& p) {
   LaunchSpec l{"megatron", p.script == "train.py" ? "pretrain_gpt.py" : p.script, p.script_args, {"\"${MEGATRON_ARGS[@]}\""}, {}, {}};
-  if (p.job.parallel.zero == 3) {
-    l.pre.push_back("# Megatron-FSDP (ZeRO-3) rejects CUDA_DEVICE_MAX_CONNECTIONS=1: left as the environment has it.");
+  if (p.job.parallel.zero >= 2) {
+    l.pre.push_back("# Megatron-FSDP (ZeRO-2/3) rejects CUDA_DEVICE_MAX_CONNECTIONS=1: left as the environment has it.");
   } else {
     l.pre.push_back("# Megatron-LM's examples set it: one hardware queue keeps TP/CP communication ordered ahead of compute.");
     l.pre.push_back("export CUDA_DEVICE_MAX_CONNECTIONS=1");

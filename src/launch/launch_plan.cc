@@ -20,7 +20,7 @@ void FillInstance(LaunchPlan& lp, const InstanceSpec& inst) {
   lp.provider = inst.provider;
   lp.region = inst.region == "unknown" ? "" : inst.region;
   lp.nics_per_node = inst.nics ? static_cast<int64_t>(*inst.nics) : 0;
-  lp.gpudirect_rdma = inst.gpudirect_rdma == "yes";
+  lp.gpudirect_rdma = inst.gpudirect_rdma != "no" && inst.rdma != "no";  // as the planner reads the row (enumerate.cc)
 }
 
 }  // namespace
@@ -53,7 +53,14 @@ Result<LaunchPlan> LaunchPlanFromJob(const Job& job, const Catalog& catalog, con
     auto inst = catalog.FindInstance(instance);
     if (!inst.ok()) return inst.status();
     FillInstance(lp, *inst);
-    if (!job.IsSet("cluster.gpu") || lp.job.cluster.gpu != inst->gpu_id) lp.job.cluster.gpu = inst->gpu_id;
+    // The instance is the hardware: its GPU, GPUs per node and, unless the job names them, its
+    // network link and NIC count (as the planner resolves an instance row).
+    lp.job.cluster.gpu = inst->gpu_id;
+    if (inst->gpu_count > 0 && !job.IsSet("cluster.gpus_per_node")) lp.job.cluster.gpus_per_node = inst->gpu_count;
+    if (!job.IsSet("cluster.network") && !inst->network_link.empty() && inst->network_link != "unknown")
+      lp.job.cluster.network = inst->network_link;
+    if (!job.IsSet("cluster.nics_per_node") && inst->nics) lp.job.cluster.nics_per_node = static_cast<int64_t>(*inst->nics);
+    if (!job.IsSet("cluster.gpudirect_rdma")) lp.job.cluster.gpudirect_rdma = inst->gpudirect_rdma != "no" && inst->rdma != "no";
   }
   auto hw = ResolveHardware(lp.job, catalog, cal);
   if (!hw.ok()) return hw.status();

@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "gpuplan/checks.h"
+#include "gpuplan/data.h"
 #include "gpuplan/strings.h"
 
 namespace gpuplan::cli {
@@ -74,7 +75,7 @@ int CmdChecklist(const std::vector<std::string>& argv) {
     nlohmann::json list = nlohmann::json::array();
     for (const auto& s : *steps)
       list.push_back({{"title", s.title}, {"commands", s.commands}, {"save_as", s.save_as}, {"expect", s.expect}, {"why", s.why}});
-    std::printf("%s\n", DumpJson({{"plan", lp->origin}, {"nodes", lp->nodes}, {"gpus_per_node", lp->gpus_per_node}, {"gpu", pc->hw.gpu.id},
+    std::printf("%s\n", DumpJson({{"gpuplan_version", kVersion}, {"model_fingerprint", ModelFingerprint()}, {"plan", lp->origin}, {"nodes", lp->nodes}, {"gpus_per_node", lp->gpus_per_node}, {"gpu", pc->hw.gpu.id},
                                   {"network", lp->network.id}, {"steps", list}, {"verify", verify}})
                             .c_str());
     return 0;

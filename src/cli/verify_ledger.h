@@ -1,5 +1,5 @@
-// `gpuplan verify --ledger PATH`: the readings of verify's outputs into the resource ledger. Its own
-// file because gpuplan/ledger.h and gpuplan/launch.h (through checks.h) both declare an ExportFormat.
+// `gpuplan verify --ledger PATH`: the readings of verify's outputs into the resource ledger (the one
+// place the verify command touches SQLite, through gpuplan/ledger.h).
 #pragma once
 
 #include <cstdint>

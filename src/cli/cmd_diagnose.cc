@@ -6,6 +6,7 @@
 #include "commands.h"
 #include "gpuplan/diagnose.h"
 #include "gpuplan/input_file.h"
+#include "gpuplan/toolout.h"
 
 namespace gpuplan::cli {
 
@@ -23,6 +24,7 @@ const std::vector<FlagSpec>& DiagnoseFlags() {
     f.push_back({"loader-tokens-per-s-per-core", true, "the data pipeline's tokens/s on one core (gpuplan probe --bench cpu)"});
     f.push_back({"checkpoint-s", true, "measured seconds of one checkpoint save"});
     f.push_back({"nccl-transport", true, "the transport a NCCL_DEBUG=INFO log shows: NET/IB, NET/IB/GDRDMA, NET/Socket, P2P"});
+    f.push_back({"file", true, "a NCCL_DEBUG=INFO log (its transport is read) or a training log (its tokens/s); recognised by content; repeatable"});
     return f;
   }();
   return flags;
@@ -61,6 +63,32 @@ Result<Observations> ReadObservations(const Args& a) {
         return Status::BadInput(Flag("symptom"), "unknown symptom '" + s + "' (expected " + names + ")");
       }
       o.symptoms.push_back(*sym);
+    }
+  // --file: a NCCL log gives the transport (NET/Socket anywhere wins: one rank without RDMA is
+  // enough to slow the ring); anything else is read as a training log.
+  if (auto it = a.flags.find("file"); it != a.flags.end())
+    for (const auto& path : it->second) {
+      auto out = ReadToolOutput(path);
+      if (!out.ok()) return out.status();
+      if (out->kind == ToolKind::kUnknown) {
+        auto text = ReadInputFile(path);
+        if (!text.ok()) return text.status();
+        auto rate = ReadTokensPerSecond(*text, path);
+        if (!rate.ok())
+          return Status::BadInput({path, 0, "--file"}, "neither a tool output gpuplan reads nor a training log with tokens/s lines");
+        if (o.tokens_per_s) return Status::BadInput({path, 0, "--file"}, "a second measured tokens/s (one of --tokens-per-s, --log, --file)");
+        o.tokens_per_s = rate->tokens_per_s;
+        o.tokens_per_s_from = rate->where;
+        continue;
+      }
+      for (const auto& r : out->readings) {
+        if (r.metric != "transport") continue;
+        const bool socket = r.text.find("Socket") != std::string::npos;
+        if (!o.nccl_transport || (socket && o.nccl_transport->find("Socket") == std::string::npos)) {
+          o.nccl_transport = r.text;
+          o.nccl_transport_from = r.where;
+        }
+      }
     }
   if (auto it = a.flags.find("log"); it != a.flags.end()) {
     if (o.tokens_per_s) return Status::BadInput(Flag("log"), "give --tokens-per-s or --log, not both");

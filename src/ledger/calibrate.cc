@@ -74,7 +74,8 @@ std::optional<Collective> ParseCollective(const std::string& op) {
   if (op == "all_gather" || op == "allgather") return Collective::kAllGather;
   if (op == "reduce_scatter" || op == "reducescatter") return Collective::kReduceScatter;
   if (op == "alltoall" || op == "all_to_all") return Collective::kAllToAll;
-  if (op == "sendrecv") return Collective::kSendRecv;
+  if (op == "sendrecv" || op == "sendrecv_or_broadcast") return Collective::kSendRecv;  // bus factor 1: the same bandwidth
+  if (op == "all_gather_or_alltoall") return Collective::kAllGather;  // bus factor (n-1)/n for both
   return std::nullopt;
 }
 
@@ -111,11 +112,11 @@ void Push(const Env& e, const std::string& key, double before, double value, boo
 void BusBw(const Env& e, const std::vector<const Measurement*>& group) {
   // The largest message size of the group: nccl-tests' peak, where the link and not latency rules.
   double bytes = 0;
-  for (const auto* m : group) bytes = std::max(bytes, Num(Context(*m), {"bytes", "size_bytes", "message_bytes"}, 0));
+  for (const auto* m : group) bytes = std::max(bytes, Num(Context(*m), {"bytes", "msg_bytes", "size_bytes", "message_bytes"}, 0));
   std::vector<const Measurement*> top;
   std::vector<double> values;
   for (const auto* m : group)
-    if (Num(Context(*m), {"bytes", "size_bytes", "message_bytes"}, 0) == bytes) top.push_back(m), values.push_back(m->value);
+    if (Num(Context(*m), {"bytes", "msg_bytes", "size_bytes", "message_bytes"}, 0) == bytes) top.push_back(m), values.push_back(m->value);
   const double measured = Median(values);
   const Measurement& cite = Cited(top, measured);
   const nlohmann::json ctx = Context(cite);

@@ -5,6 +5,8 @@
 #include "gpuplan/diagnose.h"
 #include "gpuplan/report.h"
 
+#include <nlohmann/json.hpp>
+
 namespace gpuplan {
 namespace {
 
@@ -136,6 +138,41 @@ TEST(Diagnose, TrainingLogRatesInSeveralSpellingsAndTheMedian) {
   auto none = ReadTokensPerSecond("loss 2.3\nloss 2.2\n", "empty.log");
   ASSERT_FALSE(none.ok());
   EXPECT_EQ(none.status().location().file, "empty.log");
+}
+
+}  // namespace
+}  // namespace gpuplan
+
+namespace gpuplan {
+namespace {
+
+std::string RunBinary(const std::string& args) {
+  const std::string cmd = "(" + std::string(GPUPLAN_BINARY) + " " + args + ") 2>&1";
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  char buf[4096];
+  size_t n;
+  while (p && (n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  if (p) pclose(p);
+  return out;
+}
+
+// The real NCCL log of a run on sockets (shared fixture) through the CLI: the no-RDMA cause first,
+// citing the log's line.
+TEST(DiagnoseCli, ANcclLogOnSocketsRanksNoRdmaFirst) {
+  const std::string log = std::string(GPUPLAN_SHARED_DIR) + "/fixtures/tool-outputs/nccl-debug/03-net-socket-eth0.txt";
+  const std::string out = RunBinary("diagnose --model llama-3-8b --gpu a100-sxm-80gb --num-gpus 16 --zero 1 --file " + log + " --json");
+  auto j = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << out;
+  ASSERT_FALSE(j["causes"].empty()) << out;
+  EXPECT_EQ(j["causes"][0]["id"], "network_no_rdma");
+  EXPECT_NE(j["causes"][0]["evidence"].get<std::string>().find("03-net-socket-eth0.txt:"), std::string::npos);
+}
+
+TEST(DiagnoseCli, AFileThatIsNeitherIsBadInputWithItsName) {
+  const std::string out = RunBinary("diagnose --model llama-3-8b --num-gpus 8 --file " + std::string(GPUPLAN_SOURCE_DIR) + "/README.md; echo rc=$?");
+  EXPECT_NE(out.find("README.md"), std::string::npos) << out;
+  EXPECT_NE(out.find("rc=1"), std::string::npos) << out;
 }
 
 }  // namespace

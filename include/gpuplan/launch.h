@@ -42,6 +42,9 @@ struct LaunchPlan {
   int64_t port = 29500;             // rendezvous / master port
   std::string job_name = "gpuplan";
   std::string image;                // container image (kubernetes); "" = a placeholder to fill in
+  // The fabric table (--fabric-env FILE): a user's copy of data/fabric_env.csv that replaces it.
+  std::string fabric_env_file;      // "" = the built-in data/fabric_env.csv
+  std::string fabric_env_text;      // that file's text
 };
 
 struct Plan;
@@ -100,6 +103,8 @@ std::string CommentHeader(const LaunchPlan& plan, const std::string& comment);
 // file of `export VAR=value` lines, each with a comment saying why; `source` lines where a cloud
 // ships its own profile.
 Result<Artifact> FabricEnv(const LaunchPlan& plan, const Catalog& catalog);
+// The fabric table a plan uses: (text, file name) of --fabric-env FILE, else data/fabric_env.csv.
+Result<std::pair<std::string, std::string>> FabricTable(const LaunchPlan& plan);
 // The same from another fabric file (a future --fabric-env FILE): its text and the name used in
 // errors ("file:line: column: reason").
 Result<Artifact> FabricEnv(const LaunchPlan& plan, const Catalog& catalog, const std::string& csv_text,

@@ -30,6 +30,7 @@ const std::vector<FlagSpec>& ExportFlags() {
     f.push_back({"port", true, "rendezvous / master port (default 29500)"});
     f.push_back({"job-name", true, "job name in Slurm/Kubernetes/SkyPilot and the rendezvous id (default gpuplan)"});
     f.push_back({"image", true, "container image for kubernetes (default: a placeholder to fill in)"});
+    f.push_back({"fabric-env", true, "your copy of data/fabric_env.csv (same columns), used instead of it"});
     f.push_back({"threads", true, "search threads (default 2)"});
     return f;
   }();
@@ -133,6 +134,12 @@ Status ApplyLaunchFlags(const Args& args, LaunchPlan& lp) {
     lp.job_name = name;
   }
   if (args.Has("image")) lp.image = args.Get("image");
+  if (args.Has("fabric-env")) {
+    auto text = ReadInputFile(args.Get("fabric-env"));
+    if (!text.ok()) return text.status();
+    lp.fabric_env_file = args.Get("fabric-env");
+    lp.fabric_env_text = *text;
+  }
   return Status::Ok();
 }
 

@@ -28,9 +28,9 @@ constexpr const char* kImagePlaceholder = "REPLACE-WITH-YOUR-IMAGE";  // a conta
 std::string Str(int64_t v) { return std::to_string(v); }
 
 Result<std::vector<FabricSetting>> Fabric(const LaunchPlan& plan, const Catalog& catalog) {
-  const std::string_view text = EmbeddedData("fabric_env.csv");
-  if (text.empty()) return Status::Internal("data/fabric_env.csv is not compiled in");
-  return FabricSettings(plan, catalog, std::string(text), "data/fabric_env.csv");
+  auto t = FabricTable(plan);
+  if (!t.ok()) return t.status();
+  return FabricSettings(plan, catalog, t->first, t->second);
 }
 
 const FabricSetting* Find(const std::vector<FabricSetting>& s, FabricAction a) {
@@ -60,7 +60,7 @@ struct Device {
 Result<Device> PodDevices(const LaunchPlan& plan, const std::vector<FabricSetting>& s) {
   const FabricSetting* g = Find(s, FabricAction::kK8sGpuResource);
   if (g == nullptr)
-    return Status::BadInput({"data/fabric_env.csv", 0, "k8s-gpu-resource"},
+    return Status::BadInput({plan.fabric_env_file.empty() ? "data/fabric_env.csv" : plan.fabric_env_file, 0, "k8s-gpu-resource"},
                             "no k8s-gpu-resource row matches GPU '" + plan.job.cluster.gpu + "': the pod's accelerator resource is unknown");
   const FabricSetting* r = Find(s, FabricAction::kK8sResource);
   if (r == nullptr || r->variable.empty()) return Device{g->variable};
@@ -333,7 +333,7 @@ Artifact PyTorchJob(const LaunchPlan& p, const std::vector<FabricSetting>& fabri
 Result<Artifact> SkyTask(const LaunchPlan& p, const std::vector<FabricSetting>& fabric) {
   const FabricSetting* acc = Find(fabric, FabricAction::kSkyAccelerator);
   if (acc == nullptr && p.instance_type.empty())
-    return Status::BadInput({"data/fabric_env.csv", 0, "sky-accelerator"},
+    return Status::BadInput({p.fabric_env_file.empty() ? "data/fabric_env.csv" : p.fabric_env_file, 0, "sky-accelerator"},
                             "no SkyPilot accelerator name for GPU '" + p.job.cluster.gpu +
                                 "' and no instance type to name it by: add a sky-accelerator row (fabric_env.csv)");
   YAML::Emitter y;

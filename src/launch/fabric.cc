@@ -326,10 +326,17 @@ Result<Artifact> FabricEnv(const LaunchPlan& plan, const Catalog& catalog, const
   return Artifact{"fabric.env", s, false};
 }
 
-Result<Artifact> FabricEnv(const LaunchPlan& plan, const Catalog& catalog) {
+Result<std::pair<std::string, std::string>> FabricTable(const LaunchPlan& plan) {
+  if (!plan.fabric_env_file.empty()) return std::make_pair(plan.fabric_env_text, plan.fabric_env_file);
   const std::string_view text = EmbeddedData("fabric_env.csv");
   if (text.empty()) return Status::Internal("data/fabric_env.csv is not compiled in");
-  return FabricEnv(plan, catalog, std::string(text), "data/fabric_env.csv");
+  return std::make_pair(std::string(text), std::string("data/fabric_env.csv"));
+}
+
+Result<Artifact> FabricEnv(const LaunchPlan& plan, const Catalog& catalog) {
+  auto t = FabricTable(plan);
+  if (!t.ok()) return t.status();
+  return FabricEnv(plan, catalog, t->first, t->second);
 }
 
 }  // namespace gpuplan

@@ -327,3 +327,37 @@ TEST(FabricEnv, TheBuiltInFileReadsCleanly) {
 
 }  // namespace
 }  // namespace gpuplan
+
+namespace gpuplan {
+namespace {
+
+// --fabric-env FILE: a user's copy of the table replaces the built-in one, in fabric.env and in
+// the wrappers' environment; a bad row of it is an error at that file's line.
+TEST(FabricEnvOverride, AUsersTableReplacesTheBuiltInOne) {
+  LaunchPlan p = OnInstance("aws-p5.48xlarge");
+  p.fabric_env_file = "site.csv";
+  p.fabric_env_text = std::string(EmbeddedData("fabric_env.csv")).substr(0, std::string(EmbeddedData("fabric_env.csv")).find('\n') + 1) +
+                      "*,*,*,always,export,NCCL_SOCKET_IFNAME,bond0,our management interface,site runbook,2026-12-01\n"
+                      "*,*,h100,always,k8s-gpu-resource,nvidia.com/gpu,,the device plugin's resource,site runbook,2026-12-01\n";
+  const std::string env = Env(p);
+  EXPECT_TRUE(HasLine(env, "export NCCL_SOCKET_IFNAME=bond0")) << env;
+  EXPECT_FALSE(HasLine(env, "export LD_LIBRARY_PATH")) << env;  // the built-in EFA rows are not read
+  auto k8s = ExportWrapper(ExportFormat::kKubernetes, ExportFormat::kTorchrun, p, Cat());
+  ASSERT_TRUE(k8s.ok()) << k8s.status().ToString();
+  bool found = false;
+  for (const auto& f : *k8s)
+    if (f.name == "trainjob.yaml") found = f.content.find("bond0") != std::string::npos;
+  EXPECT_TRUE(found);
+  const std::string no_gpu_row = p.fabric_env_text.substr(0, p.fabric_env_text.rfind("*,*,h100"));
+  p.fabric_env_text = no_gpu_row;
+  auto missing = ExportWrapper(ExportFormat::kKubernetes, ExportFormat::kTorchrun, p, Cat());
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().location().file, "site.csv");  // the table that lacks the row, not data/
+  p.fabric_env_text = "fabric,provider\nx,y\n";
+  auto bad = FabricEnv(p, Cat());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().location().file, "site.csv");
+}
+
+}  // namespace
+}  // namespace gpuplan

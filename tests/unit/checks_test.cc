@@ -3,6 +3,7 @@
 // halving the bandwidth in a copy of a passing output turns its verdict to warn or fail (every
 // bandwidth fixture); exit codes; the checklist's commands and numbers.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -31,7 +32,8 @@ std::string Text(const std::string& rel) {
 // The built-in catalog plus an A40 row (the nccl-tests A40 fixtures' GPU is not in data/gpus.csv).
 const Catalog& Cat() {
   static const Catalog cat = [] {
-    const std::string path = ::testing::TempDir() + "/checks_test_a40.csv";
+    // One file per process: ctest runs each test case as its own process, in parallel.
+    const std::string path = ::testing::TempDir() + "/checks_test_a40." + std::to_string(::getpid()) + ".csv";
     const std::string header(EmbeddedData("gpus.csv").substr(0, EmbeddedData("gpus.csv").find('\n')));
     std::ofstream(path) << header << "\n"
                         << "a40-48gb,a40;nvidia a40,NVIDIA A40,nvidia,ampere,pcie,48,696,37.4,74.8,149.7,149.7,none,nvlink-bridge,56.25,4,16,yes,300,"

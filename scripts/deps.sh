@@ -7,7 +7,7 @@ set -euo pipefail
 # libclang_rt.fuzzer-x86_64.a in libclang-rt-14-dev, which --no-install-recommends leaves out).
 pkgs=(build-essential cmake libyaml-cpp-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev python3-torch
       clang libclang-rt-14-dev libtomlplusplus-dev slurm-wlm munge python3-yaml python3-toml
-      libsqlite3-dev sqlite3 libhwloc-dev fio)
+      libsqlite3-dev sqlite3 libhwloc-dev pkg-config fio)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

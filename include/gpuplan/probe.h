@@ -18,6 +18,20 @@
 
 namespace gpuplan {
 
+struct NumaNode {
+  int id = 0;
+  std::string cpulist;   // "0-51,104-155"
+  int64_t mem_bytes = 0; // MemTotal of the node (0 when unknown)
+  int cores = 0, pus = 0;  // cores and PUs (hardware threads) in the node's cpuset; 0 when unknown (sysfs)
+};
+
+// The CPU and NUMA topology as hwloc's Linux backend reads it (sysfs cpu topology and node folders).
+struct CpuTopology {
+  std::string reader;            // "hwloc 2.9.0" (the hwloc gpuplan was built with)
+  int packages = 0, cores = 0, pus = 0;
+  std::vector<NumaNode> numa;    // by node number; mem_bytes = hwloc's local_memory
+};
+
 // The machine as files and commands.
 class Env {
  public:
@@ -34,8 +48,16 @@ class Env {
   // Runs argv[0] from PATH. A program that is not installed is BadInput ("not found"), not a RunResult.
   virtual Result<RunResult> Run(const std::vector<std::string>& argv) = 0;
   // Whether argv[0] would be found (PATH for the real machine).
-  virtual bool HasProgram(const std::string& name) = 0;
+  virtual bool HasProgram(const std::string& name) = 0;  // The topology through hwloc, with its Linux backend reading this Env's root ("/" for the real
+  // machine, `root`/fs for a recorded one). BadInput with hwloc's reason when it cannot (then the probe
+  // reads /sys/devices/system/node itself). This default (an Env with no hwloc behind it) always fails.
+  virtual Result<CpuTopology> Topology();
 };
+
+// hwloc (the Linux backend only: no x86 CPUID, no I/O, no caches) on the sysfs and procfs under
+// `fsroot` ("/": this machine). hwloc 2.x takes the root only from the HWLOC_FSROOT environment
+// variable, so this sets it for the load (under a lock) and restores it afterwards.
+Result<CpuTopology> ReadHwlocTopology(const std::string& fsroot);
 
 // The machine itself: the real /, PATH, fork+exec.
 std::unique_ptr<Env> NewRealEnv();
@@ -50,12 +72,6 @@ Result<std::unique_ptr<Env>> NewRecordedEnv(const std::string& root);
 struct ProbeGap {
   std::string item;    // "gpus", "governor", "rdma", "nic eth0 speed", ...
   std::string reason;
-};
-
-struct NumaNode {
-  int id = 0;
-  std::string cpulist;   // "0-51,104-155"
-  int64_t mem_bytes = 0; // MemTotal of the node (0 when unknown)
 };
 
 struct DiskInfo {
@@ -102,6 +118,9 @@ struct MachineFacts {
   int cpu_sockets = 0, cpu_cores = 0, cpu_threads = 0;
   std::string governor;                  // "" when there is no cpufreq (see gaps)
   std::vector<NumaNode> numa;
+  std::string numa_source;               // "hwloc 2.9.0" or "sysfs" ("" when NUMA is a gap)
+  std::string hwloc_error;               // why hwloc was not used ("" when it was)
+  int hwloc_packages = 0, hwloc_cores = 0, hwloc_pus = 0;  // from hwloc (0 with sysfs)
   int64_t ram_bytes = 0;
   std::vector<DiskInfo> disks;           // loop, ram and zero-sized devices left out
   std::vector<NicInfo> nics;             // lo left out

@@ -1,5 +1,6 @@
 // The Env behind `gpuplan probe`: the real machine (files, PATH, fork+exec) and a recorded tree.
 #include <fcntl.h>
+#include <hwloc.h>
 #include <poll.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -12,6 +13,8 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
+#include <optional>
 #include <sstream>
 
 #include "gpuplan/csv.h"
@@ -44,8 +47,86 @@ Result<std::vector<std::string>> ListRealDir(const std::string& real_path, const
   return names;
 }
 
+// hwloc 2.x reads the Linux root from HWLOC_FSROOT only (hwloc 1.x's hwloc_topology_set_fsroot is gone):
+// set it for one load and put the caller's value back. The lock keeps two loads in this process apart.
+std::mutex hwloc_env_mutex;
+
+class ScopedEnvVar {
+ public:
+  // keep_set: leave a value the user set in place (HWLOC_HIDE_ERRORS=0 to see hwloc's own messages).
+  ScopedEnvVar(const char* name, const std::string& value, bool keep_set = false) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (!(keep_set && old_)) setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnvVar() { old_ ? setenv(name_, old_->c_str(), 1) : unsetenv(name_); }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+std::string BitmapList(hwloc_const_bitmap_t set) {
+  char* text = nullptr;
+  if (hwloc_bitmap_list_asprintf(&text, set) < 0 || !text) return "";
+  std::string s(text);
+  std::free(text);
+  return s;
+}
+
+}  // namespace
+
+Result<CpuTopology> ReadHwlocTopology(const std::string& fsroot) {
+  std::error_code ec;
+  const std::string root = std::filesystem::absolute(fsroot, ec).string();
+  if (ec || !std::filesystem::is_directory(root, ec))
+    return Status::BadInput({fsroot, 0, ""}, "hwloc: not a folder");
+  std::lock_guard<std::mutex> lock(hwloc_env_mutex);
+  ScopedEnvVar fs("HWLOC_FSROOT", root);
+  // hwloc's stderr lines ("failed to find sysfs cpu topology directory") become this function's reason.
+  ScopedEnvVar quiet("HWLOC_HIDE_ERRORS", "2", /*keep_set=*/true);
+  hwloc_topology_t topo = nullptr;
+  if (hwloc_topology_init(&topo) != 0) return Status::Internal("hwloc_topology_init failed");
+  struct Destroy {
+    hwloc_topology_t t;
+    ~Destroy() { hwloc_topology_destroy(t); }
+  } destroy{topo};
+  // Only the Linux backend: x86 CPUID would describe the CPU this runs on, not the tree under fsroot.
+  hwloc_topology_set_components(topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "x86");
+  hwloc_topology_set_cache_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_NONE);
+  hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_NONE);
+  if (hwloc_topology_load(topo) != 0)
+    return Status::BadInput({fsroot, 0, ""}, std::string("hwloc_topology_load: ") + std::strerror(errno));
+  // Without sysfs cpu topology the Linux backend gives up and hwloc falls back to one PU of no OS.
+  const char* backend = hwloc_obj_get_info_by_name(hwloc_get_root_obj(topo), "Backend");
+  if (!backend || std::string(backend) != "Linux")
+    return Status::BadInput({fsroot, 0, ""}, "hwloc's Linux backend found no sysfs cpu topology "
+                                             "(sys/devices/system/cpu/cpu0/topology/{thread,core}_siblings)");
+  CpuTopology t;
+  t.reader = std::string("hwloc ") + HWLOC_VERSION;
+  t.packages = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PACKAGE);
+  t.cores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
+  t.pus = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU);
+  for (hwloc_obj_t n = nullptr; (n = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_NUMANODE, n));) {
+    NumaNode node;
+    node.id = static_cast<int>(n->os_index);
+    node.cpulist = BitmapList(n->cpuset);
+    node.mem_bytes = static_cast<int64_t>(n->attr->numanode.local_memory);
+    node.cores = hwloc_get_nbobjs_inside_cpuset_by_type(topo, n->cpuset, HWLOC_OBJ_CORE);
+    node.pus = hwloc_bitmap_weight(n->cpuset);
+    t.numa.push_back(node);
+  }
+  std::sort(t.numa.begin(), t.numa.end(), [](const NumaNode& a, const NumaNode& b) { return a.id < b.id; });
+  if (t.pus <= 0 || t.numa.empty()) return Status::BadInput({fsroot, 0, ""}, "hwloc found no PUs or no NUMA node");
+  return t;
+}
+
+Result<CpuTopology> Env::Topology() { return Status::BadInput({"", 0, ""}, "this Env has no hwloc reader"); }
+
+namespace {
+
 class RealEnv : public Env {
  public:
+  Result<CpuTopology> Topology() override { return ReadHwlocTopology("/"); }
   Result<std::string> ReadFile(const std::string& path) override { return ReadWholeFile(path, path); }
   Result<std::vector<std::string>> ListDir(const std::string& path) override { return ListRealDir(path, path); }
 
@@ -132,6 +213,7 @@ class RecordedEnv : public Env {
       : root_(std::move(root)), commands_(std::move(commands)) {}
 
   Result<std::string> ReadFile(const std::string& path) override { return ReadWholeFile(root_ + "/fs" + path, path); }
+  Result<CpuTopology> Topology() override { return ReadHwlocTopology(root_ + "/fs"); }
   Result<std::vector<std::string>> ListDir(const std::string& path) override {
     return ListRealDir(root_ + "/fs" + path, path);
   }

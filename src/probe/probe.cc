@@ -119,6 +119,15 @@ void ReadCpu(Env& env, MachineFacts& f) {
 }
 
 void ReadNuma(Env& env, MachineFacts& f) {
+  // hwloc first (issue 11: "NUMA layout (hwloc)"); the node folders read directly when hwloc cannot.
+  if (auto topo = env.Topology(); topo.ok()) {
+    f.numa = topo->numa;
+    f.numa_source = topo->reader;
+    f.hwloc_packages = topo->packages, f.hwloc_cores = topo->cores, f.hwloc_pus = topo->pus;
+    return;
+  } else {
+    f.hwloc_error = topo.status().ToString();
+  }
   auto names = env.ListDir("/sys/devices/system/node");
   if (!names.ok()) {
     f.gaps.push_back({"numa", "no /sys/devices/system/node (kernel without NUMA support)"});
@@ -138,6 +147,7 @@ void ReadNuma(Env& env, MachineFacts& f) {
   }
   std::sort(f.numa.begin(), f.numa.end(), [](const NumaNode& a, const NumaNode& b) { return a.id < b.id; });
   if (f.numa.empty()) f.gaps.push_back({"numa", "/sys/devices/system/node lists no nodeN"});
+  else f.numa_source = "sysfs";
 }
 
 void ReadMemory(Env& env, MachineFacts& f) {
@@ -329,7 +339,11 @@ std::string FactsToJson(const MachineFacts& f) {
                      {"governor", f.governor.empty() ? json(nullptr) : json(f.governor)}}},
             {"ram_bytes", f.ram_bytes}};
   j["numa"] = json::array();
-  for (const auto& n : f.numa) j["numa"].push_back({{"node", n.id}, {"cpulist", n.cpulist}, {"mem_bytes", n.mem_bytes}});
+  for (const auto& n : f.numa)
+    j["numa"].push_back({{"node", n.id}, {"cpulist", n.cpulist}, {"mem_bytes", n.mem_bytes}, {"cores", n.cores}, {"pus", n.pus}});
+  j["numa_source"] = f.numa_source;
+  if (!f.hwloc_error.empty()) j["hwloc_error"] = f.hwloc_error;
+  if (f.hwloc_pus > 0) j["hwloc"] = {{"packages", f.hwloc_packages}, {"cores", f.hwloc_cores}, {"pus", f.hwloc_pus}};
   j["disks"] = json::array();
   for (const auto& d : f.disks) j["disks"].push_back({{"name", d.name}, {"size_bytes", d.size_bytes}, {"rotational", d.rotational}});
   j["nics"] = json::array();
@@ -362,7 +376,15 @@ std::string FactsToText(const MachineFacts& f) {
   o << "cpu        " << (f.cpu_model.empty() ? "(model unknown)" : f.cpu_model) << ": " << f.cpu_sockets << " socket(s), "
     << f.cpu_cores << " cores, " << f.cpu_threads << " threads; governor " << (f.governor.empty() ? "(none)" : f.governor) << "\n";
   o << "numa       " << f.numa.size() << " node(s)";
-  for (const auto& n : f.numa) o << "; node" << n.id << " cpus " << n.cpulist << ", " << gib(n.mem_bytes) << " GiB";
+  if (!f.numa_source.empty()) o << " (from " << f.numa_source;
+  if (f.hwloc_pus > 0) o << ": " << f.hwloc_packages << " package(s), " << f.hwloc_cores << " cores, " << f.hwloc_pus << " PUs";
+  if (!f.numa_source.empty() && !f.hwloc_error.empty()) o << "; hwloc: " << f.hwloc_error;
+  if (!f.numa_source.empty()) o << ")";
+  for (const auto& n : f.numa) {
+    o << "; node" << n.id << " cpus " << (n.cpulist.empty() ? "(none)" : n.cpulist);
+    if (n.pus > 0) o << " (" << n.cores << " cores, " << n.pus << " PUs)";
+    o << ", " << gib(n.mem_bytes) << " GiB";
+  }
   o << "\nram        " << gib(f.ram_bytes) << " GiB\n";
   for (const auto& d : f.disks)
     o << "disk       " << d.name << " " << FormatNumber("%.1f", d.size_bytes / 1e9) << " GB" << (d.rotational ? " (rotational)" : "") << "\n";

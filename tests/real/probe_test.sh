@@ -25,6 +25,10 @@ m() { q "SELECT value FROM measurements WHERE kind = '$1' ORDER BY id DESC LIMIT
 [ "$(printf '%.0f' "$(m ram_bytes)")" = "$ram_bytes" ] || fail "ram_bytes $(m ram_bytes), /proc/meminfo says $ram_bytes"
 [ "$(q "SELECT COUNT(*) FROM measurements WHERE tool = 'gpuplan probe' AND version <> '' AND length(raw_sha256) = 64")" -gt 3 ] ||
   fail "probe measurements without tool, version or hash"
+# NUMA from hwloc (Linux backend on /), the node count the kernel's /sys/devices/system/node has.
+nodes="$(ls -d /sys/devices/system/node/node[0-9]* 2>/dev/null | wc -l)"
+grep -q "^numa       $nodes node(s) (from hwloc 2\.[0-9.]*: " "$T/out.txt" ||
+  fail "numa line does not say hwloc 2.x with the $nodes node(s) of /sys/devices/system/node: $(grep '^numa' "$T/out.txt")"
 # What it could not measure, and why: whatever this machine lacks must be said.
 if ! command -v nvidia-smi >/dev/null; then
   grep -q "^not measured: gpus: no GPU: nvidia-smi not found" "$T/out.txt" || fail "no GPU here, and probe did not say so"
@@ -50,6 +54,8 @@ j = json.load(open(sys.argv[1]))
 assert j["facts"]["cpu"]["threads"] == int(sys.argv[2]), j["facts"]["cpu"]
 assert j["ledger"]["measurements_recorded"] > 3
 assert all({"item", "reason"} <= set(g) for g in j["facts"]["not_measured"])
+assert j["facts"]["numa_source"].startswith("hwloc 2."), j["facts"]["numa_source"]
+assert j["facts"]["hwloc"]["pus"] == int(sys.argv[2]), j["facts"]["hwloc"]
 PY
 [ "$(q "SELECT json_extract(facts_json, '\$.cpu.threads') FROM machines")" = "$threads" ] || fail "facts_json in the machine row"
 
@@ -85,4 +91,6 @@ grep -q "would remove $n measurement(s), 1 machine(s)" "$T/forget.txt" || fail "
 "$BIN" probe --recorded "$SRC/tests/fixtures/probe/h100-8gpu-ib-node" --ledger "$L" --pool h100-ib > "$T/h100.txt" || fail "recorded probe"
 [ "$(q "SELECT COUNT(*) FROM measurements WHERE kind = 'gpu_memory_bytes'")" = 8 ] || fail "recorded node: 8 GPUs expected"
 grep -q "0000:db:00.0 gpu x8 (max x16) .*narrower than its maximum" "$T/h100.txt" || fail "recorded node: the x8 GPU link not flagged"
+grep -q "^numa       2 node(s) (from hwloc 2\.[0-9.]*: 2 package(s), 104 cores, 208 PUs); node0 cpus 0-51,104-155 (52 cores, 104 PUs)" "$T/h100.txt" ||
+  fail "recorded node: NUMA not read by hwloc from the recorded tree: $(grep '^numa' "$T/h100.txt")"
 echo "ok: probe of $host recorded and read back; gaps reported; ledger list/show/export/forget"

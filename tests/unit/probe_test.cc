@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -339,6 +341,122 @@ TEST(RealEnv, ProbeOfThisMachineFindsCpuAndMemory) {
   EXPECT_GT(f->cpu_threads, 0);
   EXPECT_GT(f->ram_bytes, 0);
   EXPECT_FALSE(f->hostname.empty());
+}
+
+// hwloc (its Linux backend, HWLOC_FSROOT at the recorded fs/) reads the recorded trees, not this machine:
+// the H100 tree has 208 PUs where this VM has 2.
+TEST(ProbeHwloc, VmTreeThroughHwloc) {
+  auto env = NewRecordedEnv(kFixtures + "vm-2cpu-no-gpu");
+  ASSERT_TRUE(env.ok());
+  auto t = (*env)->Topology();
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->reader.rfind("hwloc 2.", 0), 0u) << t->reader;
+  EXPECT_EQ(t->packages, 1);
+  EXPECT_EQ(t->cores, 2);
+  EXPECT_EQ(t->pus, 2);
+  ASSERT_EQ(t->numa.size(), 1u);
+  EXPECT_EQ(t->numa[0].id, 0);
+  EXPECT_EQ(t->numa[0].cpulist, "0-1");
+  EXPECT_EQ(t->numa[0].cores, 2);
+  EXPECT_EQ(t->numa[0].pus, 2);
+  EXPECT_EQ(t->numa[0].mem_bytes, 24684084LL * 1024);  // node0/meminfo MemTotal
+  MachineFacts f = ProbeRecorded("vm-2cpu-no-gpu");
+  EXPECT_EQ(f.numa_source, t->reader);
+  EXPECT_TRUE(f.hwloc_error.empty()) << f.hwloc_error;
+  EXPECT_NE(FactsToText(f).find("(from hwloc 2."), std::string::npos) << FactsToText(f);
+  auto j = nlohmann::json::parse(FactsToJson(f));
+  EXPECT_EQ(j["numa_source"], t->reader);
+  EXPECT_EQ(j["hwloc"]["pus"], 2);
+}
+
+TEST(ProbeHwloc, H100TreeThroughHwloc) {
+  auto env = NewRecordedEnv(kFixtures + "h100-8gpu-ib-node");
+  ASSERT_TRUE(env.ok());
+  auto t = (*env)->Topology();
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->packages, 2);
+  EXPECT_EQ(t->cores, 104);
+  EXPECT_EQ(t->pus, 208);
+  ASSERT_EQ(t->numa.size(), 2u);
+  EXPECT_EQ(t->numa[0].cpulist, "0-51,104-155");
+  EXPECT_EQ(t->numa[1].cpulist, "52-103,156-207");
+  EXPECT_EQ(t->numa[0].mem_bytes, 1056600000LL * 1024);
+  EXPECT_EQ(t->numa[1].mem_bytes, 1056664156LL * 1024);
+  for (const auto& n : t->numa) {
+    EXPECT_EQ(n.cores, 52);
+    EXPECT_EQ(n.pus, 104);
+  }
+  MachineFacts f = ProbeRecorded("h100-8gpu-ib-node");
+  EXPECT_EQ(f.numa_source.rfind("hwloc 2.", 0), 0u);
+  EXPECT_EQ(f.hwloc_cores, 104);
+  EXPECT_NE(FactsToText(f).find("2 package(s), 104 cores, 208 PUs); node0 cpus 0-51,104-155 (52 cores, 104 PUs)"),
+            std::string::npos)
+      << FactsToText(f);
+}
+
+// A tree with node folders but no cpu topology masks: hwloc's Linux backend gives up, the probe reads
+// the node folders itself and says so; HWLOC_FSROOT is put back as it was.
+TEST_F(TempTree, NumaFallsBackToSysfsWhenHwlocCannotRead) {
+  Write("fs/proc/cpuinfo", "processor\t: 0\nmodel name\t: X\n\nprocessor\t: 1\nmodel name\t: X\n");
+  Write("fs/sys/devices/system/node/node0/cpulist", "0-1\n");
+  Write("fs/sys/devices/system/node/node0/meminfo", "Node 0 MemTotal:       2048 kB\n");
+  auto env = NewRecordedEnv(root_);
+  ASSERT_TRUE(env.ok());
+  setenv("HWLOC_FSROOT", "/before-the-test", 1);
+  auto t = (*env)->Topology();
+  ASSERT_NE(std::getenv("HWLOC_FSROOT"), nullptr);
+  EXPECT_STREQ(std::getenv("HWLOC_FSROOT"), "/before-the-test");
+  unsetenv("HWLOC_FSROOT");
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().reason().find("no sysfs cpu topology"), std::string::npos) << t.status().ToString();
+  auto f = ProbeMachine(**env);
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->numa_source, "sysfs");
+  EXPECT_NE(f->hwloc_error.find("no sysfs cpu topology"), std::string::npos);
+  ASSERT_EQ(f->numa.size(), 1u);
+  EXPECT_EQ(f->numa[0].cpulist, "0-1");
+  EXPECT_EQ(f->numa[0].mem_bytes, 2048 * 1024);
+  EXPECT_EQ(f->numa[0].pus, 0);  // unknown without hwloc
+  EXPECT_NE(FactsToText(*f).find("(from sysfs; hwloc: "), std::string::npos) << FactsToText(*f);
+  EXPECT_EQ(std::getenv("HWLOC_FSROOT"), nullptr);
+}
+
+// This machine through RealEnv: hwloc's nodes are the kernel's /sys/devices/system/node/nodeN, with
+// the same cpulist and MemTotal, and its PUs are the online CPUs.
+TEST(RealEnv, HwlocNumaEqualsSysfsNodes) {
+  auto env = NewRealEnv();
+  auto t = env->Topology();
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  std::vector<NumaNode> sysfs;
+  for (const auto& e : std::filesystem::directory_iterator("/sys/devices/system/node")) {
+    const std::string n = e.path().filename().string();
+    if (n.rfind("node", 0) != 0 || n.size() == 4 || !std::isdigit(static_cast<unsigned char>(n[4]))) continue;
+    NumaNode node;
+    node.id = std::stoi(n.substr(4));
+    std::ifstream(e.path() / "cpulist") >> node.cpulist;
+    std::ifstream mi(e.path() / "meminfo");
+    for (std::string w; mi >> w;)
+      if (w == "MemTotal:") {
+        mi >> node.mem_bytes;
+        node.mem_bytes *= 1024;
+      }
+    sysfs.push_back(node);
+  }
+  std::sort(sysfs.begin(), sysfs.end(), [](const NumaNode& a, const NumaNode& b) { return a.id < b.id; });
+  ASSERT_FALSE(sysfs.empty());
+  ASSERT_EQ(t->numa.size(), sysfs.size());
+  int pus = 0;
+  for (size_t i = 0; i < sysfs.size(); ++i) {
+    EXPECT_EQ(t->numa[i].id, sysfs[i].id);
+    EXPECT_EQ(t->numa[i].cpulist, sysfs[i].cpulist) << "node" << sysfs[i].id;
+    EXPECT_EQ(t->numa[i].mem_bytes, sysfs[i].mem_bytes) << "node" << sysfs[i].id;
+    pus += t->numa[i].pus;
+  }
+  EXPECT_EQ(t->pus, pus);
+  EXPECT_EQ(t->pus, sysconf(_SC_NPROCESSORS_ONLN));
+  auto f = ProbeMachine(*env);
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->numa_source, t->reader);
 }
 
 }  // namespace

@@ -75,8 +75,9 @@ Result<Observations> ReadObservations(const Args& a) {
         if (!text.ok()) return text.status();
         auto rate = ReadTokensPerSecond(*text, path);
         if (!rate.ok())
-          return Status::BadInput({path, 0, "--file"}, "neither a tool output gpuplan reads nor a training log with tokens/s lines");
-        if (o.tokens_per_s) return Status::BadInput({path, 0, "--file"}, "a second measured tokens/s (one of --tokens-per-s, --log, --file)");
+          return Status::BadInput({"command line", 0, "--file"}, "'" + path + "' is neither a tool output gpuplan reads nor a training log with tokens/s lines");
+        if (o.tokens_per_s)
+          return Status::BadInput({"command line", 0, "--file"}, "'" + path + "' is a second measured tokens/s (give one of --tokens-per-s, --log, --file)");
         o.tokens_per_s = rate->tokens_per_s;
         o.tokens_per_s_from = rate->where;
         continue;
@@ -96,7 +97,7 @@ Result<Observations> ReadObservations(const Args& a) {
       auto text = ReadInputFile(path);
       if (!text.ok()) return text.status();
       auto rate = ReadTokensPerSecond(*text, path);
-      if (!rate.ok()) return rate.status();
+      if (!rate.ok()) return Status::BadInput({"command line", 0, "--log"}, "'" + path + "': " + rate.status().reason());
       o.tokens_per_s = rate->tokens_per_s;
       o.tokens_per_s_from = rate->where;
     }

@@ -51,7 +51,7 @@ Result<LaunchPlan> LaunchPlanFromJob(const Job& job, const Catalog& catalog, con
   lp.job = job;
   if (!instance.empty()) {
     auto inst = catalog.FindInstance(instance);
-    if (!inst.ok()) return inst.status();
+    if (!inst.ok()) return Status::BadInput({"command line", 0, "--instance"}, inst.status().reason());
     FillInstance(lp, *inst);
     // The instance is the hardware: its GPU, GPUs per node and, unless the job names them, its
     // network link and NIC count (as the planner resolves an instance row).

@@ -29,7 +29,8 @@ MEMORY_LIMIT_BYTES = 4 << 30  # address space per case (not under sanitizers): a
 
 # nan/inf as a printed number: a whole token, optionally signed ("nan", "-nan", "inf", "-inf"; printf and iostreams spell them so),
 # never a piece of a word ("info", "inference", "InfiniBand", "ZeRO-Infinity") or of a file name ("x_inf.csv").
-NONFINITE = re.compile(r'(?<![\w.])[-+]?(?:nan|inf)(?![\w])', re.IGNORECASE)
+# A hyphenated word ("loss-nan", a diagnose symptom) is a name, not a number.
+NONFINITE = re.compile(r'(?<![\w.-])[-+]?(?:nan|inf)(?![\w-])', re.IGNORECASE)
 LOCATED = re.compile(r'(?m)(?:^|\s|")(?:command line|[^\s:"]+:\d+)(?::|"|\s|$)')
 
 

@@ -113,7 +113,9 @@ TEST(ProbeRecorded, H100NodeWithEightGpusAndEightHcas) {
       EXPECT_EQ(l.current_width, 8);
       EXPECT_EQ(l.max_width, 16);
     }
-    if (l.kind != "nic") EXPECT_DOUBLE_EQ(l.max_speed_gt_per_s, 32);
+    if (l.kind != "nic") {
+      EXPECT_DOUBLE_EQ(l.max_speed_gt_per_s, 32);
+    }
   }
   EXPECT_EQ(gpus, 8);
   EXPECT_EQ(ib, 8);

@@ -30,6 +30,18 @@ struct Observations {
   std::optional<std::string> nccl_transport;     // "NET/Socket", "NET/IB", "NET/IB/GDRDMA", "P2P", ... (a NCCL log)
   Location nccl_transport_from;
   std::vector<Symptom> symptoms;
+  // From tool outputs (diagnose --file, read by verify's parsers):
+  struct BusBw {
+    double gb_per_s = 0;        // nccl-tests bus bandwidth at the largest message
+    std::string op = "all_reduce";
+    int64_t ranks = 0, nodes = 0;
+    double bytes = 0;
+    Location where;
+  };
+  std::optional<BusBw> busbw;
+  int throttled_gpus = 0;                        // nvidia-smi -q: thermal or HW slowdown active
+  Location throttled_from;
+  std::optional<Location> ib_completion_error;   // a NCCL log's IB completion error
 };
 
 struct Cause {

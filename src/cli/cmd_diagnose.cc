@@ -1,6 +1,7 @@
 // gpuplan diagnose JOB.yaml [--symptom S]... [--gpu-util N --cpu-util N] [--log TRAIN.log] [FILE...]:
 // likely causes, ranked, with the model's numbers and the check that confirms each.
 #include <cstdio>
+#include <cstdlib>
 
 #include "cli.h"
 #include "commands.h"
@@ -83,6 +84,22 @@ Result<Observations> ReadObservations(const Args& a) {
         continue;
       }
       for (const auto& r : out->readings) {
+        auto ctx = [&](const char* k) { auto it = r.context.find(k); return it == r.context.end() ? std::string() : it->second; };
+        if (r.metric == "busbw_peak_gb_per_s") {
+          Observations::BusBw b;
+          b.gb_per_s = r.value;
+          if (!ctx("op").empty()) b.op = ctx("op");
+          b.ranks = std::atoll(ctx("ranks").c_str());
+          b.nodes = std::atoll(ctx("nodes").c_str());
+          b.bytes = std::atof(ctx("msg_bytes").c_str());
+          b.where = r.where;
+          o.busbw = b;
+        }
+        if (r.metric == "throttle_thermal_or_hw_active" && r.value > 0) {
+          if (o.throttled_gpus == 0) o.throttled_from = r.where;
+          ++o.throttled_gpus;
+        }
+        if (r.metric == "ib_completion_error" && !o.ib_completion_error) o.ib_completion_error = r.where;
         if (r.metric != "transport") continue;
         const bool socket = r.text.find("Socket") != std::string::npos;
         if (!o.nccl_transport || (socket && o.nccl_transport->find("Socket") == std::string::npos)) {

@@ -30,7 +30,7 @@ constexpr SymptomName kSymptoms[] = {{Symptom::kOom, "oom"},
 int TableOrder(const std::string& id) {
   static const std::vector<std::string> order = {"data_loader", "host_cores", "oom_model", "oom_fragmentation",
                                                  "network_no_rdma", "network_slow", "nccl_ports", "checkpoint_storage",
-                                                 "fp16_overflow", "within_band"};
+                                                 "fp16_overflow", "gpu_throttled", "ib_errors", "intra_node_slow", "within_band"};
   auto it = std::find(order.begin(), order.end(), id);
   return static_cast<int>(it - order.begin());
 }
@@ -164,6 +164,35 @@ void Network(const Job& job, const HardwareContext& hw, const Diagnosis& d, cons
                    "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET on every rank; `nc -zv` between nodes on the rendezvous port",
                    "open the security group between the nodes (all TCP within the group), set NCCL_SOCKET_IFNAME to the node's interface",
                    "seed 003 §4.3", 0.6});
+  if (o.busbw && o.busbw->ranks >= 2) {
+    // The measured collective against the model's bus bandwidth for it (docs/model/communication.md).
+    const Observations::BusBw& b = *o.busbw;
+    const Collective c = b.op == "all_gather" ? Collective::kAllGather
+                         : b.op == "reduce_scatter" ? Collective::kReduceScatter
+                         : b.op == "alltoall" ? Collective::kAllToAll
+                                                : Collective::kAllReduce;
+    const int64_t nodes = b.nodes > 0 ? b.nodes : (b.ranks + job.cluster.gpus_per_node - 1) / job.cluster.gpus_per_node;
+    Job sized = job;
+    sized.cluster.num_gpus = b.ranks;
+    auto hw2 = ResolveHardware(sized, catalog, cal);
+    if (hw2.ok()) {
+      const double model = BusBandwidth(c, b.bytes > 0 ? b.bytes : double(int64_t{1} << 30), b.ranks, std::max<int64_t>(1, b.ranks / nodes), *hw2) / 1e9;
+      const double ratio = b.gb_per_s / model;
+      if (ratio < 0.8) {
+        const std::string where = b.where.file + (b.where.line ? ":" + std::to_string(b.where.line) : "");
+        out.push_back({nodes > 1 ? "network_slow" : "intra_node_slow",
+                       nodes > 1 ? "the fabric delivers less than the model assumes" : "the GPUs' own links deliver less than the model assumes",
+                       where + ": " + b.op + " bus bandwidth " + F("%.1f", b.gb_per_s) + " GB/s over " + std::to_string(b.ranks) + " ranks (" +
+                           std::to_string(nodes) + " node" + (nodes == 1 ? "" : "s") + ") is " + F("%.0f", 100 * ratio) + "% of the " +
+                           F("%.1f", model) + " GB/s the model gives for it on " + (nodes > 1 ? hw2->inter.id : hw2->intra.id),
+                       "`gpuplan verify --plan ...` on the same output, ib_write_bw per NIC, NCCL_DEBUG=INFO for the transport",
+                       "fix what verify fails; `gpuplan calibrate` from this busbw so the plan uses the measured rate",
+                       "seed 000 (all_reduce_perf at 30% until the switch buffers were fixed); seed 001 §6.3 (>= 80% of the rate)",
+                       ratio < 0.5 ? 0.85 : 0.65});
+        return;
+      }
+    }
+  }
   if (multinode && d.measured_over_expected && *d.measured_over_expected < 0.8 && !socket) {
     out.push_back({"network_slow", "the fabric delivers less than the catalog's line rate",
                    "measured " + Tps(*o.tokens_per_s) + " is " + F("%.0f", 100 * *d.measured_over_expected) + "% of the " +
@@ -205,6 +234,27 @@ void Numerics(const Job& job, const GpuSpec& gpu, const Observations& o, std::ve
                  "seed 003 §3.3 (bf16, not fp16, on A100 and newer)", fp16 ? 0.7 : 0.3});
 }
 
+void Hardware(const Diagnosis& d, const Observations& o, std::vector<Cause>& out) {
+  if (o.throttled_gpus > 0) {
+    std::string ev = o.throttled_from.file + (o.throttled_from.line ? ":" + std::to_string(o.throttled_from.line) : "") + ": " +
+                     std::to_string(o.throttled_gpus) + " GPU(s) with a thermal or hardware slowdown active";
+    if (d.measured_over_expected) ev += "; measured " + F("%.0f", 100 * *d.measured_over_expected) + "% of the expected rate";
+    out.push_back({"gpu_throttled", "GPUs are clocking down (thermal or hardware slowdown)", ev,
+                   "`nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER` under load; `dcgmi diag -r 2`",
+                   "cooling and airflow (seed 000: above 80 C the clock drops), the power cap (`nvidia-smi -pl`; cluster.power_limit_w "
+                   "re-estimates at a cap), a failing card out of the pool",
+                   "seed 000 §2.1; seed 004 §2.1", 0.75});
+  }
+  if (o.ib_completion_error) {
+    const Location& w = *o.ib_completion_error;
+    out.push_back({"ib_errors", "InfiniBand completion errors: a link or NIC is failing",
+                   w.file + (w.line ? ":" + std::to_string(w.line) : "") + ": NCCL reported an IB completion error",
+                   "`ibstat` (ports Active, rate), `ibv_devinfo`, the switch port counters (symbol errors, link downed)",
+                   "reseat or replace the cable/NIC, take the node out of the pool until ib_write_bw passes",
+                   "seed 004 §4.4 (通信超时: 硬件故障)", 0.8});
+  }
+}
+
 }  // namespace
 
 std::string ToString(Symptom s) {
@@ -244,6 +294,7 @@ Result<Diagnosis> Diagnose(const Job& job, const Catalog& catalog, const Calibra
   Network(job, *hw, d, obs, catalog, cal, d.causes);
   Checkpoint(job, *hw, obs, e, d.causes);
   Numerics(job, hw->gpu, obs, d.causes);
+  Hardware(d, obs, d.causes);
   if (d.measured_over_expected && d.band_p90 && std::abs(*d.measured_over_expected - 1) <= *d.band_p90 && obs.symptoms.empty())
     d.causes.push_back({"within_band", "no anomaly: the measurement is within the model's own error",
                         "measured " + Tps(*obs.tokens_per_s) + " is " + F("%+.0f", 100 * (*d.measured_over_expected - 1)) + "% from the " +

@@ -129,6 +129,34 @@ TEST(Diagnose, CheckpointSlowerThanTheStorageIsSmallFiles) {
   EXPECT_NE(slow->evidence.find("IOPS"), std::string::npos);
 }
 
+TEST(Diagnose, AMeasuredBusbwBelowTheModelsIsASlowFabricWithBothNumbers) {
+  auto hw = ResolveHardware(MultiNode(), Cat(), Calibration::Builtin());
+  ASSERT_TRUE(hw.ok());
+  const double bytes = double(int64_t{1} << 30);
+  const double model = BusBandwidth(Collective::kAllReduce, bytes, 16, 8, *hw) / 1e9;
+  Observations o;
+  o.busbw = Observations::BusBw{0.4 * model, "all_reduce", 16, 2, bytes, {"ar.txt", 23, ""}};
+  const Diagnosis d = DiagnoseJob(MultiNode(), o);
+  ASSERT_FALSE(d.causes.empty());
+  EXPECT_EQ(d.causes.front().id, "network_slow");
+  EXPECT_NE(d.causes.front().evidence.find("ar.txt:23"), std::string::npos);
+  EXPECT_NE(d.causes.front().evidence.find(FormatNumber("%.1f", model)), std::string::npos) << d.causes.front().evidence;
+  o.busbw->gb_per_s = 0.95 * model;  // as the model says: no slow-fabric cause
+  const Diagnosis ok = DiagnoseJob(MultiNode(), o);
+  EXPECT_EQ(Find(ok, "network_slow"), nullptr);
+}
+
+TEST(Diagnose, ThrottlingAndIbErrorsFromToolOutputs) {
+  Observations o;
+  o.throttled_gpus = 2;
+  o.throttled_from = {"q.txt", 10, ""};
+  o.ib_completion_error = Location{"nccl.log", 77, ""};
+  const Diagnosis d = DiagnoseJob(MultiNode(), o);
+  ASSERT_NE(Find(d, "gpu_throttled"), nullptr);
+  ASSERT_NE(Find(d, "ib_errors"), nullptr);
+  EXPECT_NE(Find(d, "ib_errors")->evidence.find("nccl.log:77"), std::string::npos);
+}
+
 TEST(Diagnose, TrainingLogRatesInSeveralSpellingsAndTheMedian) {
   auto r = ReadTokensPerSecond("step 1 loss 2.3 tokens/s: 4,000\nstep 2 | 4100 tok/s\nstep 3 tps=4,200.5\nnoise\n", "train.log");
   ASSERT_TRUE(r.ok()) << r.status().ToString();

@@ -184,7 +184,8 @@ TEST(FabricEnv, GcpFabricsSourceTheirProfiles) {
   EXPECT_EQ(Single(Settings(OnInstance(tcpxo)), FabricAction::kSkyAccelerator)->value, "H100-MEGA");
   EXPECT_EQ(Single(Settings(OnInstance(tcpx)), FabricAction::kSkyAccelerator)->value, "H100");
   for (const auto& id : {tcpx, tcpxo, gib}) {
-    const FabricSetting* dev = Single(Settings(OnInstance(id)), FabricAction::kK8sResource);
+    const auto settings = Settings(OnInstance(id));  // kept: Single points into it
+    const FabricSetting* dev = Single(settings, FabricAction::kK8sResource);
     ASSERT_NE(dev, nullptr);
     EXPECT_EQ(dev->variable, "");
   }

@@ -67,6 +67,12 @@ struct PlanRowJob {
   std::string model_fingerprint;    // of the gpuplan that wrote the file
 };
 Result<PlanRowJob> JobFromPlanJson(const std::string& text, const std::string& file, int64_t index);
+// Whether a file's text is `gpuplan plan --json` output (a JSON object with a "plans" array).
+bool IsPlanJson(const std::string& text);
+// Row `index` of a PLAN.json as a LaunchPlan: the row's job re-estimated by this build (the note
+// says when the step moved by more than 1%), its instance, spot pricing, wall-clock and cost kept.
+Result<LaunchPlan> LaunchPlanFromPlanJson(const std::string& text, const std::string& file, int64_t index, const Catalog& catalog,
+                                          const Calibration& cal);
 
 enum class ExportFormat { kDeepspeed, kAccelerate, kTorchrun, kMegatron, kTorchtitan, kSlurm, kKubernetes, kSkypilot, kFabric };
 std::string ToString(ExportFormat f);

@@ -39,14 +39,6 @@ const std::vector<FlagSpec>& ExportFlags() {
 
 Location Flag(const std::string& name) { return {"command line", 0, "--" + name}; }
 
-// A PLAN.json from `gpuplan plan --json`: a JSON object with a "plans" array.
-bool LooksLikePlanJson(const std::string& path) {
-  auto text = ReadInputFile(path);
-  if (!text.ok()) return false;
-  const auto first = text->find_first_not_of(" \t\r\n");
-  return first != std::string::npos && (*text)[first] == '{' && text->find("\"plans\"") != std::string::npos;
-}
-
 struct Chosen {
   LaunchPlan plan;
   ExportFormat engine = ExportFormat::kTorchrun;
@@ -56,25 +48,6 @@ Status Expressible(ExportFormat engine, const LaunchPlan& lp, const std::string&
   const std::string why = CannotExpress(engine, lp);
   if (why.empty()) return Status::Ok();
   return Status::BadInput(Flag("to"), what + " cannot be exported as " + ToString(engine) + ": " + why);
-}
-
-// A row of PLAN.json, re-estimated with this build's model (the header says if it moved).
-Result<LaunchPlan> FromPlanJson(const std::string& path, int64_t index, const Context& ctx) {
-  auto text = ReadInputFile(path);
-  if (!text.ok()) return text.status();
-  auto row = JobFromPlanJson(*text, path, index);
-  if (!row.ok()) return row.status();
-  Job job = row->job;
-  GPUPLAN_RETURN_IF_ERROR(FinalizeJob(job));
-  auto lp = LaunchPlanFromJob(job, ctx.catalog, ctx.cal, "plan #" + std::to_string(index) + " of " + path, row->instance);
-  if (!lp.ok()) return lp.status();
-  lp->spot = row->spot;
-  if (row->time_s > 0) lp->time_s = row->time_s;
-  lp->cost_usd = row->cost_usd;
-  if (row->step_time_s > 0 && std::abs(lp->step_time_s / row->step_time_s - 1) > 0.01)
-    lp->note = "the step time is this gpuplan's re-estimate (" + FormatNumber("%.3f", lp->step_time_s) + " s); " + path + " said " +
-               FormatNumber("%.3f", row->step_time_s) + " s (written by model fingerprint " + row->model_fingerprint + ")";
-  return lp;
 }
 
 // The planner's row: --plan N as shown by `gpuplan plan`, else the best the engine can express.
@@ -181,7 +154,13 @@ int CmdExport(const std::vector<std::string>& argv) {
   auto threads = ParseInteger(args->Get("threads", "2"), Flag("threads"), 1, 256);
   if (!threads.ok()) return Fail(threads.status(), json);
 
-  const bool plan_json = args->positional.size() == 1 && LooksLikePlanJson(args->positional[0]);
+  // A PLAN.json is read once: to tell it from a job file and to take its row.
+  std::string plan_text;
+  if (args->positional.size() == 1) {
+    auto text = ReadInputFile(args->positional[0]);
+    if (text.ok() && IsPlanJson(*text)) plan_text = std::move(text).value();
+  }
+  const bool plan_json = !plan_text.empty();
   Args ctx_args = *args;
   if (plan_json) {
     if (!args->job_flags.empty())
@@ -197,6 +176,7 @@ int CmdExport(const std::vector<std::string>& argv) {
   const std::optional<ExportFormat> fixed_engine = IsEngine(*format)                 ? std::optional<ExportFormat>(*format)
                                                    : *format == ExportFormat::kFabric ? std::optional<ExportFormat>(ExportFormat::kTorchrun)
                                                                                       : engine;
+  auto engine_for = [&](const Job& j) { return fixed_engine ? *fixed_engine : DefaultEngine(j); };
 
   Result<LaunchPlan> lp = Status::Internal("no plan chosen");
   if (plan_json) {
@@ -206,9 +186,9 @@ int CmdExport(const std::vector<std::string>& argv) {
       if (!n.ok()) return Fail(n.status(), json);
       index = *n;
     }
-    lp = FromPlanJson(args->positional[0], index, *ctx);
+    lp = LaunchPlanFromPlanJson(plan_text, args->positional[0], index, ctx->catalog, ctx->cal);
     if (lp.ok()) {
-      if (Status st = Expressible(fixed_engine ? *fixed_engine : DefaultEngine(lp->job), *lp, lp->origin); !st.ok())
+      if (Status st = Expressible(engine_for(lp->job), *lp, lp->origin); !st.ok())
         return Fail(st, json);
     }
   } else if (ctx->job.IsSet("cluster.num_gpus") && !args->Has("plan")) {
@@ -217,7 +197,7 @@ int CmdExport(const std::vector<std::string>& argv) {
     const std::string src = job.source.empty() ? "the command line" : job.source;
     lp = LaunchPlanFromJob(job, ctx->catalog, ctx->cal, "pinned job " + src, args->Get("instance"));
     if (lp.ok())
-      if (Status st = Expressible(fixed_engine ? *fixed_engine : DefaultEngine(lp->job), *lp, "the pinned job"); !st.ok()) return Fail(st, json);
+      if (Status st = Expressible(engine_for(lp->job), *lp, "the pinned job"); !st.ok()) return Fail(st, json);
   } else {
     if (args->Has("instance"))
       return Fail(Status::BadInput(Flag("instance"), "only for a pinned job (set cluster.num_gpus); the planner chooses the instance"), json);
@@ -225,7 +205,7 @@ int CmdExport(const std::vector<std::string>& argv) {
   }
   if (!lp.ok()) return Fail(lp.status(), json);
   if (Status st = ApplyLaunchFlags(*args, lp.value()); !st.ok()) return Fail(st, json);
-  const std::optional<ExportFormat> wrapped = IsEngine(*format) ? std::nullopt : std::optional<ExportFormat>(engine ? *engine : DefaultEngine(lp->job));
+  const std::optional<ExportFormat> wrapped = IsEngine(*format) ? std::nullopt : std::optional<ExportFormat>(engine_for(lp->job));
   auto files = ExportArtifacts(*format, wrapped, *lp, ctx->catalog);
   if (!files.ok()) return Fail(files.status(), json);
 

@@ -124,4 +124,26 @@ Result<PlanRowJob> JobFromPlanJson(const std::string& text, const std::string& f
   return out;
 }
 
+bool IsPlanJson(const std::string& text) {
+  const auto first = text.find_first_not_of(" \t\r\n");
+  return first != std::string::npos && text[first] == '{' && text.find("\"plans\"") != std::string::npos;
+}
+
+Result<LaunchPlan> LaunchPlanFromPlanJson(const std::string& text, const std::string& file, int64_t index, const Catalog& catalog,
+                                          const Calibration& cal) {
+  auto row = JobFromPlanJson(text, file, index);
+  if (!row.ok()) return row.status();
+  Job job = row->job;
+  GPUPLAN_RETURN_IF_ERROR(FinalizeJob(job));
+  auto lp = LaunchPlanFromJob(job, catalog, cal, "plan #" + std::to_string(index) + " of " + file, row->instance);
+  if (!lp.ok()) return lp.status();
+  lp->spot = row->spot;
+  if (row->time_s > 0) lp->time_s = row->time_s;
+  lp->cost_usd = row->cost_usd;
+  if (row->step_time_s > 0 && std::abs(lp->step_time_s / row->step_time_s - 1) > 0.01)
+    lp->note = "the step time is this gpuplan's re-estimate (" + FormatNumber("%.3f", lp->step_time_s) + " s); " + file + " said " +
+               FormatNumber("%.3f", row->step_time_s) + " s (written by model fingerprint " + row->model_fingerprint + ")";
+  return lp;
+}
+
 }  // namespace gpuplan

@@ -115,18 +115,11 @@ Result<PlanContext> MakePlanContext(const LaunchPlan& plan, const Catalog& catal
 Result<LaunchPlan> LoadPlanFile(const std::string& path, int64_t row, const Catalog& catalog, const Calibration& cal, const std::string& row_flag) {
   auto text = ReadTextFile(path);
   if (!text.ok()) return text.status();
-  const size_t first = text->find_first_not_of(" \t\r\n");
-  if (first != std::string::npos && (*text)[first] == '{' && text->find("\"plans\"") != std::string::npos) {
-    auto pr = JobFromPlanJson(*text, path, row);
-    if (!pr.ok()) {
-      const Status st = pr.status();  // it names export's --plan; say the flag that chose the row here
-      if (st.location().key == "--plan" && row_flag != "--plan") return Status::BadInput({st.location().file, st.location().line, row_flag}, st.reason());
-      return st;
-    }
-    Job job = pr->job;
-    GPUPLAN_RETURN_IF_ERROR(FinalizeJob(job));
-    auto lp = LaunchPlanFromJob(job, catalog, cal, "plan #" + std::to_string(row) + " of " + path, pr->instance);
-    if (lp.ok()) lp->spot = pr->spot;
+  if (IsPlanJson(*text)) {
+    auto lp = LaunchPlanFromPlanJson(*text, path, row, catalog, cal);
+    // It names export's --plan; say the flag that chose the row here.
+    if (!lp.ok() && lp.status().location().key == "--plan" && row_flag != "--plan")
+      return Status::BadInput({lp.status().location().file, lp.status().location().line, row_flag}, lp.status().reason());
     return lp;
   }
   auto job = ParseJobFile(path);

@@ -92,6 +92,13 @@ struct CommDetail {
   double ep_bytes = 0, ep_s = 0;
   bool dp_crosses_nodes = false, tp_crosses_nodes = false;
   double dp_busbw_bytes_per_s = 0;
+  // P§4 pipeline hops with Megatron's rank order (pp outermost): stage boundaries (the
+  // interleaved wrap from the last stage to the first included), those whose neighbours sit on
+  // different nodes, the bytes the busiest node sends to other nodes per step, and the time of
+  // the intra-node and the cross-node hops (pp_s is the slower of the two).
+  int64_t pp_boundaries = 0, pp_cross_boundaries = 0;
+  double pp_cross_node_bytes = 0, pp_intra_s = 0, pp_cross_s = 0;
+  bool pp_crosses_nodes = false;
 };
 
 struct StepEstimate {
@@ -133,6 +140,16 @@ struct BottleneckReport {
   std::string sentence;          // the largest share of the step and what would shrink it
   std::vector<WhatIf> what_ifs;  // each "would cut the step to X" in the sentence, in order
 };
+// One exposed communication part of a step and the link it runs on (communication.md N§6/N§8).
+struct CommPart {
+  std::string part;       // tp, cp, pp, dp, ep
+  std::string what;       // "pipeline send/recv", ...
+  double exposed_s = 0;   // per step
+  bool inter_node = false;
+  std::string link;       // "<link name> (inter-node|intra-node, N GB/s per GPU)"
+};
+// The exposed parts, largest first (parts with none left out).
+std::vector<CommPart> CommParts(const Job& job, const HardwareContext& hw, const StepEstimate& e);
 // With a catalog, hardware changes (RDMA, local NVMe) are resolved from it as the flags would be;
 // without one (nullptr) only job changes are tried.
 BottleneckReport AnalyzeBottleneck(const Job& job, const Catalog* catalog, const HardwareContext& hw,
@@ -144,6 +161,12 @@ std::string Bottleneck(const Job& job, const HardwareContext& hw, const StepEsti
 // `per_node` of them in each node (docs/model/communication.md §2-3).
 enum class Collective { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kSendRecv };
 double CollectiveTime(Collective c, double bytes, int64_t n, int64_t per_node, const HardwareContext& hw);
+// P§4 / N§7 the pipeline's send/recv per step: ranks placed tp, cp, dp fastest and pp slowest
+// (Megatron-LM's order), `msg_bytes` per rank per hop, `micro_batches` per step; fills the pp_*
+// fields of `cd` (pp_bytes per rank; pp_s = the slowest hop: intra-node, or the busiest node's
+// NICs shared by every rank of it that sends across).
+void PipelineP2P(const ParallelSpec& p, int64_t gpus_per_node, double msg_bytes, double micro_batches,
+                 const HardwareContext& hw, CommDetail& cd);
 // nccl-tests bus bandwidth of that collective (bytes/s), for validation.
 double BusBandwidth(Collective c, double bytes, int64_t n, int64_t per_node, const HardwareContext& hw);
 

@@ -64,8 +64,10 @@ struct Plan {
   CostBreakdown cost;
   Tier tier = Tier::kSingleCard;
   bool rdma_required = false;
-  std::optional<double> min_inter_node_gbps;  // for exposed comm <= 20% of the step; nullopt = single node or unreachable
-  bool comm_share_unreachable = false;        // even 6.4 Tb/s per node keeps comm above 20%
+  std::optional<double> min_inter_node_gbps;  // for exposed comm <= comm_share_max of the step; nullopt = single node or unreachable
+  bool comm_share_unreachable = false;        // even 6.4 Tb/s per node keeps comm above comm_share_max
+  double comm_share_max = 0;                  // the limit used (data/efficiency.csv comm_share_max)
+  std::string network_cause;                  // the communication part behind the requirement, and its link
   StoragePlan storage;
   std::vector<HostCheck> host;
   std::vector<std::string> warnings;  // spot price implausibly low, spot capacity scarce, ...

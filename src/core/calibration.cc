@@ -66,6 +66,7 @@ constexpr KeyRule kRules[] = {
     {"dp_comm_overlap", {0, 1}},
     {"cp_comm_overlap", {0, 1}},
     {"pp_comm_overlap", {0, 1}},
+    {"comm_share_max", {0.01, 1}},  // N§8 exposed communication share that limits a job
     {"optimizer_bytes_per_param", {0, 1e4}},
     // issue 9, throughput keys (data/efficiency.csv)
     {"power_clock_exponent", {0, 2}},

@@ -1,6 +1,7 @@
 // Collective costs: alpha-beta over rings, hierarchical across nodes (docs/model/communication.md).
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "gpuplan/estimate.h"
 
@@ -85,6 +86,90 @@ double CollectiveTime(Collective c, double bytes, int64_t n_i, int64_t per_node_
   }
   const double t = std::max(t_intra, hw.k.hierarchical_inter_factor * t_inter);
   return t + RingSteps(c, per_node) * Latency(hw.intra, hw) + CrossNodeSteps(c, nodes) * Latency(hw.inter, hw);
+}
+
+namespace {
+
+// P§4 senders [lo, hi) that each send to the rank `shift` ranks away: how many of those on node
+// `n` (ranks [n·g, (n + 1)·g)) have their receiver on another node.
+int64_t CrossingOnNode(int64_t lo, int64_t hi, int64_t shift, int64_t n, int64_t g) {
+  const int64_t a = std::max(lo, n * g), b = std::min(hi, (n + 1) * g);
+  if (b <= a) return 0;
+  const int64_t in_node = std::max<int64_t>(0, std::min(b + shift, (n + 1) * g) - std::max(a + shift, n * g));
+  return (b - a) - in_node;
+}
+
+}  // namespace
+
+// P§4 / N§7 Megatron-LM's rank order (tp, cp, ep inside dp, dp, then pp: RankGenerator's
+// "tp-cp-ep-dp-pp") puts stage i on ranks [i·S, (i + 1)·S), S = tp·cp·dp, and its next rank is
+// (i + 1) mod pp. Each stage boundary carries v chunk hand-overs per micro-batch; with
+// interleaving the last stage hands chunk c to the first stage's chunk c + 1 (v − 1 of them).
+// Each hand-over sends one message forward (activations) and one backward (gradients). Links are
+// full duplex: a rank's sends all leave on its out-direction. Intra-node hops: each rank's sends
+// at the intra-node rate. Cross-node hops: every rank of a node that sends to another node shares
+// the node's NICs (at most one NIC per sender), so the node's out-bytes over that rate is the hop's
+// time. The pipeline is paced by the slower of the two.
+void PipelineP2P(const ParallelSpec& p, int64_t gpus_per_node, double msg, double m, const HardwareContext& hw,
+                 CommDetail& cd) {
+  if (p.pp <= 1 || msg <= 0) return;
+  const int64_t S = std::max<int64_t>(1, p.tp * p.cp * std::max<int64_t>(1, p.dp));
+  const int64_t g = std::max<int64_t>(1, gpus_per_node), pp = p.pp, v = std::max<int64_t>(1, p.vpp);
+  const int64_t world = S * pp, nodes = (world + g - 1) / g;
+  std::vector<double> out_msgs(static_cast<size_t>(nodes), 0);   // per micro-batch, leaving each node
+  std::vector<int64_t> senders(static_cast<size_t>(nodes), 0);   // ranks of the node that send across
+  std::vector<int64_t> all_sends(static_cast<size_t>(pp), 0), cross_sends(all_sends), intra_sends(all_sends);
+  for (int64_t i = 0; i < pp; ++i) {
+    const int64_t j = (i + 1) % pp, c = i + 1 < pp ? v : v - 1;  // hand-overs per micro-batch
+    if (c == 0) continue;
+    ++cd.pp_boundaries;
+    bool crosses = false;
+    // Forward: stage i's ranks send to stage j's; backward: stage j's send to stage i's.
+    for (const auto& [from, shift] : {std::pair<int64_t, int64_t>{i, (j - i) * S}, {j, (i - j) * S}}) {
+      const int64_t lo = from * S, hi = lo + S;
+      int64_t crossing = 0;
+      for (int64_t n = lo / g; n <= (hi - 1) / g; ++n) {
+        const int64_t x = CrossingOnNode(lo, hi, shift, n, g);
+        out_msgs[static_cast<size_t>(n)] += static_cast<double>(c * x);
+        senders[static_cast<size_t>(n)] += x;
+        crossing += x;
+      }
+      crosses = crosses || crossing > 0;
+      const size_t f = static_cast<size_t>(from);
+      all_sends[f] += c;
+      if (crossing > 0) cross_sends[f] += c;
+      if (crossing < S) intra_sends[f] += c;
+    }
+    if (crosses) ++cd.pp_cross_boundaries;
+  }
+  // The busiest rank's sends (pp_bytes) and the busiest node's cross-node bytes.
+  int64_t rank_sends = 0, rank_intra = 0, rank_cross = 0;
+  for (int64_t i = 0; i < pp; ++i) {
+    const size_t k = static_cast<size_t>(i);
+    rank_sends = std::max(rank_sends, all_sends[k]);
+    rank_intra = std::max(rank_intra, intra_sends[k]);
+    rank_cross = std::max(rank_cross, cross_sends[k]);
+  }
+  cd.pp_bytes = m * static_cast<double>(rank_sends) * msg;
+  cd.pp_intra_s = m * static_cast<double>(rank_intra) *
+                  (msg / IntraBandwidth(Collective::kSendRecv, hw) + Latency(hw.intra, hw));
+  double worst = 0;
+  for (int64_t n = 0; n < nodes; ++n) {
+    const size_t k = static_cast<size_t>(n);
+    if (senders[k] == 0) continue;
+    const int64_t on_node = std::min(g, world - n * g);
+    const double node_bw = hw.inter_bytes_per_s_per_gpu * static_cast<double>(on_node);
+    // One NIC's share at most per sender (NCCL sends a peer's p2p over the GPU's nearest NIC).
+    const double nic_bw = hw.inter_bytes_per_s_per_gpu * static_cast<double>(g) / std::max(1.0, hw.nics_per_node);
+    const double sender_bw = std::max(hw.inter_bytes_per_s_per_gpu, nic_bw);
+    const double line = std::min(node_bw, static_cast<double>(std::min(senders[k], on_node)) * sender_bw);
+    const double eff = hw.k.inter_eff / (hw.rdma ? 1.0 : hw.k.tcp_penalty);
+    worst = std::max(worst, out_msgs[k] * msg / (line * eff));
+    cd.pp_cross_node_bytes = std::max(cd.pp_cross_node_bytes, m * out_msgs[k] * msg);
+  }
+  cd.pp_crosses_nodes = cd.pp_cross_boundaries > 0;
+  if (cd.pp_crosses_nodes) cd.pp_cross_s = m * worst + m * static_cast<double>(rank_cross) * Latency(hw.inter, hw);
+  cd.pp_s = std::max(cd.pp_intra_s, cd.pp_cross_s);
 }
 
 double BusBandwidth(Collective c, double bytes, int64_t n, int64_t per_node, const HardwareContext& hw) {

@@ -298,7 +298,6 @@ namespace {
 
 struct GroupPlacement {
   int64_t tp_per_node, cp_per_node, ep_per_node;
-  bool pp_crosses_nodes;
 };
 
 // N§6 rank order tp (innermost), cp, dp (ep inside dp), pp (outermost), as Megatron-LM lays it out.
@@ -311,7 +310,7 @@ GroupPlacement Place(const Job& j) {
   gp.cp_per_node = std::min(p.cp, after_tp);
   const int64_t after_cp = std::max<int64_t>(1, after_tp / p.cp);
   gp.ep_per_node = std::min(p.ep, after_cp);
-  gp.pp_crosses_nodes = p.tp * p.cp * p.dp >= g;
+  // pp is outermost: where its hops cross nodes is PipelineP2P's (communication.cc, P§4).
   return gp;
 }
 
@@ -506,13 +505,13 @@ StepEstimate EstimateStep(const Job& job, const HardwareContext& hw) {
     b.cp_comm_s = std::max(0.0, cd.cp_s - k.cp_overlap * attn_time);
   }
   // ---- N§4 pipeline: activations T x h (/t with SP) each way per micro-batch and virtual stage.
+  // P§4 placed as Megatron-LM places ranks: a boundary whose neighbours sit on different nodes
+  // goes over the node's NICs, shared by every rank of the node that sends across; the pipeline is
+  // paced by its slowest hop. The next micro-batch's compute hides pp_comm_overlap of it, but
+  // never more than that share of the compute there is.
   if (par.pp > 1) {
-    const double msg = T * h * ab / rep;
-    const double per_node = gp.pp_crosses_nodes ? 1 : 2;
-    const double t_one = CollectiveTime(Collective::kSendRecv, msg, 2, static_cast<int64_t>(per_node), hw);
-    cd.pp_bytes = 2 * m * par.vpp * msg;
-    cd.pp_s = 2 * m * par.vpp * t_one;
-    b.pp_comm_s = (1 - k.pp_overlap) * cd.pp_s;
+    PipelineP2P(par, job.cluster.gpus_per_node, T * h * ab / rep, m, hw, cd);
+    b.pp_comm_s = cd.pp_s - k.pp_overlap * std::min(cd.pp_s, b.compute_s);
   }
   // ---- N§4 expert parallel: dispatch + combine all-to-all, forward and backward.
   if (moe && par.ep > 1) {
@@ -620,6 +619,33 @@ StepEstimate EstimateStep(const Job& job, const HardwareContext& hw) {
   return e;
 }
 
+std::vector<CommPart> CommParts(const Job& job, const HardwareContext& hw, const StepEstimate& e) {
+  const StepBreakdown& b = e.breakdown;
+  const ParallelSpec& p = job.parallel;
+  const int64_t g = job.cluster.gpus_per_node;
+  auto link = [&](bool inter) {
+    char rate[96];
+    // N§5 the rate one GPU gets: a GPU whose NVLink is cut (A800, H800) runs below its fabric's row.
+    std::snprintf(rate, sizeof rate, " (%s, %.0f GB/s per GPU)", inter ? "inter-node" : "intra-node",
+                  (inter ? hw.inter_bytes_per_s_per_gpu : hw.intra_bytes_per_s) / 1e9);
+    return (inter ? hw.inter.name : hw.intra.name) + rate;
+  };
+  // N§6 placement: tp innermost, then cp, then dp (ep inside dp), pp outermost.
+  const bool cp_inter = p.tp * p.cp > g, ep_inter = p.tp * p.cp * p.ep > g;
+  const bool pp_inter = e.comm.pp_crosses_nodes && e.comm.pp_cross_s >= e.comm.pp_intra_s;
+  std::vector<CommPart> parts = {
+      {"tp", "tensor-parallel collectives", b.tp_comm_s, e.comm.tp_crosses_nodes, link(e.comm.tp_crosses_nodes)},
+      {"cp", "context-parallel K/V exchange", b.cp_comm_s, cp_inter, link(cp_inter)},
+      {"pp", "pipeline send/recv", b.pp_comm_s, pp_inter, link(pp_inter)},
+      {"dp", p.zero == 3 ? "ZeRO-3 weight gathers and gradient sync" : "data-parallel gradient sync", b.dp_comm_s,
+       e.comm.dp_crosses_nodes, link(e.comm.dp_crosses_nodes)},
+      {"ep", "expert all-to-all", b.ep_comm_s, ep_inter, link(ep_inter)},
+  };
+  std::erase_if(parts, [](const CommPart& c) { return c.exposed_s <= 0; });
+  std::stable_sort(parts.begin(), parts.end(), [](const CommPart& x, const CommPart& y) { return x.exposed_s > y.exposed_s; });
+  return parts;
+}
+
 namespace {
 
 std::string ShortNumber(double v) {
@@ -671,8 +697,10 @@ std::vector<WhatIf> Candidates(const std::string& top, const Job& job, const Cat
   const ParallelSpec& p = job.parallel;
   const TrainingSpec& t = job.training;
   const std::string n = std::to_string(job.cluster.num_gpus);
-  if (top == "dp") {
-    if (e.comm.dp_crosses_nodes && !hw.rdma && catalog != nullptr) {
+  // RDMA on an RDMA fabric with GPUDirect off, else the NDR InfiniBand row, for traffic that
+  // crosses nodes without it.
+  auto try_rdma = [&](bool crosses) {
+    if (crosses && !hw.rdma && catalog != nullptr) {
       const bool rdma_fabric = hw.inter.kind == "infiniband" || hw.inter.kind == "roce" || hw.inter.kind == "efa";
       if (rdma_fabric && !job.cluster.gpudirect_rdma) {
         tries.push_back({0, {{"cluster.gpudirect_rdma", "true"}}});
@@ -682,10 +710,28 @@ std::vector<WhatIf> Candidates(const std::string& top, const Job& job, const Cat
         tries.push_back({0, c});
       }
     }
+  };
+  if (top == "dp") {
+    try_rdma(e.comm.dp_crosses_nodes);
     if (p.zero == 3) tries.push_back({1, {{"parallel.zero", "2"}}});
     if (p.zero >= 2) tries.push_back({1, {{"parallel.zero", "1"}}});
     if (t.global_batch % (2 * t.micro_batch * p.dp) == 0)
       tries.push_back({2, {{"training.micro_batch", std::to_string(2 * t.micro_batch)}}});
+  } else if (top == "comm") {
+    // Exposed communication at or above comm_share_max: every lever on it, each re-estimated.
+    const bool inter = e.comm.dp_crosses_nodes || e.comm.pp_crosses_nodes || e.comm.tp_crosses_nodes;
+    try_rdma(inter);
+    if (p.zero == 3) tries.push_back({1, {{"parallel.zero", "2"}}});
+    if (p.zero >= 2) tries.push_back({1, {{"parallel.zero", "1"}}});
+    if (p.tp > 1) {
+      Changes c = {{"parallel.tp", std::to_string(p.tp / 2)}, {"parallel.dp", std::to_string(p.dp * 2)}, {"cluster.num_gpus", n}};
+      if (p.tp / 2 == 1 && p.sequence_parallel) c.push_back({"parallel.sequence_parallel", "false"});
+      if (p.tp % 2 == 0) tries.push_back({2, c});
+    }
+    if (t.global_batch % (2 * t.micro_batch * p.dp) == 0)
+      tries.push_back({3, {{"training.micro_batch", std::to_string(2 * t.micro_batch)}}});
+    if (inter && hw.nics_per_node < static_cast<double>(job.cluster.gpus_per_node))
+      tries.push_back({4, {{"cluster.nics_per_node", std::to_string(job.cluster.gpus_per_node)}}});
   } else if (top == "tp" && p.tp > 1) {
     const int64_t tp = e.comm.tp_crosses_nodes ? job.cluster.gpus_per_node : p.tp / 2;
     if (tp >= 1 && p.tp % tp == 0) {
@@ -736,8 +782,22 @@ BottleneckReport AnalyzeBottleneck(const Job& job, const Catalog* catalog, const
   for (const auto& p : parts) if (p.s > top->s) top = &p;
   const double share = 100 * top->s / e.step_time_s;
   char buf[640];
-  const std::string top_name = top->name;
-  if (top_name == "compute" && share < 50) {
+  // N§8 exposed communication at or above comm_share_max of the step limits the job, whichever
+  // single part is largest.
+  const std::vector<CommPart> comm = CommParts(job, hw, e);
+  double comm_s = 0;
+  for (const auto& c : comm) comm_s += c.exposed_s;
+  const double comm_share = comm_s / e.step_time_s, comm_max = hw.cal.Get("comm_share_max");
+  std::string top_name = comm_share >= comm_max ? "comm" : top->name;
+  if (top_name == "comm") {
+    std::string split;
+    for (const auto& c : comm) split += (split.empty() ? "" : ", ") + c.part + " " + ShortNumber(100 * c.exposed_s / e.step_time_s) + "%";
+    std::snprintf(buf, sizeof buf,
+                  "communication limits this job: exposed communication is %.0f%% of the %.3g s step (%s; the limit "
+                  "used is %.0f%%), the largest %s over %s; MFU %.0f%%",
+                  100 * comm_share, e.step_time_s, split.c_str(), 100 * comm_max, comm[0].what.c_str(), comm[0].link.c_str(),
+                  100 * e.mfu);
+  } else if (top_name == "compute" && share < 50) {
     // Largest, but not most of the step: name what else there is rather than say "compute-bound".
     const Part* second = nullptr;
     for (const auto& p : parts)
@@ -748,9 +808,9 @@ BottleneckReport AnalyzeBottleneck(const Job& job, const Catalog* catalog, const
   } else if (top_name == "compute") {
     std::snprintf(buf, sizeof buf,
                   "compute-bound: matmuls and attention are %.0f%% of the %.3g s step (MFU %.0f%% of %s's %.0f TFLOP/s %s peak); "
-                  "communication is not what limits this job",
+                  "exposed communication is %.0f%% of it",
                   share, e.step_time_s, 100 * e.mfu, hw.gpu.id.c_str(), e.peak_flops / 1e12,
-                  ToString(job.training.precision).c_str());
+                  ToString(job.training.precision).c_str(), 100 * comm_share);
   } else if (top_name == "dp") {
     std::snprintf(buf, sizeof buf, "exposed data-parallel %s over %s%s is %.0f%% of the step (%.3g s of %.3g s)",
                   job.parallel.zero == 3 ? "ZeRO-3 weight gathers and gradient sync" : "gradient sync",
@@ -782,7 +842,8 @@ BottleneckReport AnalyzeBottleneck(const Job& job, const Catalog* catalog, const
                   (w.fits ? "fits)" : "does not fit)");
   }
   if (r.what_ifs.empty() && top_name != "compute")
-    r.sentence += "; no single change gpuplan tries (" + std::string(top_name == "dp" ? "RDMA, a lower ZeRO stage, a larger micro-batch"
+    r.sentence += "; no single change gpuplan tries (" + std::string(top_name == "comm" ? "RDMA, a lower ZeRO stage, a smaller tp, a larger micro-batch, more NICs"
+                                                                    : top_name == "dp" ? "RDMA, a lower ZeRO stage, a larger micro-batch"
                                                                     : top_name == "tp" ? "a smaller tp"
                                                                     : top_name == "bubble" ? "more interleaving or micro-batches"
                                                                     : top_name == "data" ? "local NVMe"

@@ -97,7 +97,8 @@ nlohmann::json PlanJson(const Plan& p, const PlanPrintContext& ctx) {
         {"requests_usd", c.requests_usd}, {"subtotal_usd", usd(c.subtotal_usd)}, {"with_rerun_usd", usd(c.with_rerun_usd)},
         {"price_known", c.price_known}, {"price_date", c.price_date}}},
       {"network", {{"link", p.network}, {"rdma_required", p.nodes > 1 ? nlohmann::json(p.rdma_required) : nlohmann::json(nullptr)},
-                   {"min_inter_node_gbps", OrNull(p.min_inter_node_gbps)}, {"comm_share_unreachable", p.comm_share_unreachable}}},
+                   {"min_inter_node_gbps", OrNull(p.min_inter_node_gbps)}, {"comm_share_unreachable", p.comm_share_unreachable},
+                   {"network_cause", p.network_cause}}},
       {"storage",
        {{"dataset_home", p.storage.dataset_home.rfind("unknown", 0) == 0 ? nlohmann::json(nullptr) : nlohmann::json(p.storage.dataset_home)},
         {"shared_fs", p.storage.shared_fs == "none in catalog" ? nlohmann::json(nullptr) : nlohmann::json(p.storage.shared_fs)},
@@ -242,8 +243,9 @@ std::string PlanToText(const PlanResult& r, const Job& job, bool md, const PlanP
                        " accumulation, recompute " + ToString(p.job.training.recompute) + ", " + ToString(p.job.training.precision));
     if (p.nodes > 1) {
       std::string net = p.network + (p.rdma_required ? " — RDMA required" : " — RDMA not required");
-      if (p.min_inter_node_gbps) net += F(", needs >= %.0f Gb/s per node to keep communication under 20%% of the step", *p.min_inter_node_gbps);
-      else if (p.comm_share_unreachable) net += ", communication stays above 20% of the step at any bandwidth";
+      const std::string limit = F("%.0f%%", 100 * p.comm_share_max), cause = p.network_cause.empty() ? "" : " (" + p.network_cause + ")";
+      if (p.min_inter_node_gbps) net += ", needs >= " + F("%.3g", *p.min_inter_node_gbps) + " Gb/s per node" + cause + " to keep communication under " + limit;
+      else if (p.comm_share_unreachable) net += ", communication stays above " + limit + " of the step at any bandwidth" + cause;
       line("network", net);
     } else {
       line("network", "single node: no inter-node network needed");

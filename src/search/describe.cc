@@ -10,10 +10,6 @@ namespace gpuplan::search {
 
 namespace {
 constexpr double kGiB = 1024.0 * 1024 * 1024;
-// Issue 4 / seed 000 §7.1: communication should stay under 20% of the step.
-constexpr double kMaxCommShare = 0.2;
-// The bandwidth search spans 50 Mb/s (a slow office link) to 6.4 Tb/s per node (p6-b300, the
-// fastest node in the catalog), in bits/s; converted to bytes per second per GPU where used.
 constexpr double kMinNodeBitsPerS = 0.05e9, kMaxNodeBitsPerS = 6400e9;
 
 std::string Fmt(const char* f, double a, double b = 0, double c = 0) {
@@ -27,25 +23,43 @@ double CommShare(const StepEstimate& e) {
   return (b.tp_comm_s + b.cp_comm_s + b.pp_comm_s + b.dp_comm_s + b.ep_comm_s) / e.step_time_s;
 }
 
-// The least per-node bandwidth that keeps exposed communication <= 20% of the step, and whether
-// plain TCP (the fastest TCP link in the catalog, one port per GPU) can reach it.
+// The least per-node bandwidth that keeps exposed communication <= comm_share_max of the step
+// (data/efficiency.csv), the part that needs it (the one the slower link grows most: pipeline hops
+// or data-parallel sync across nodes), or the intra-node part that keeps communication above it at
+// any bandwidth; and whether plain TCP (the fastest TCP link in the catalog, one port per GPU) can
+// reach it.
 void NetworkNeeds(const Context& ctx, const Setup& su, const HardwareContext& hw, Plan& p) {
+  const double max_share = ctx.cal.Get("comm_share_max");
+  p.comm_share_max = max_share;
   HardwareContext h2 = hw;
   h2.rdma = true;
   const double per = static_cast<double>(su.inst.gpu_count);
   double lo = kMinNodeBitsPerS / 8 / per, hi = kMaxNodeBitsPerS / 8 / per;  // per GPU, bytes/s
-  auto share = [&](double per_gpu_bw) {
+  auto at = [&](double per_gpu_bw) {
     h2.inter_bytes_per_s_per_gpu = per_gpu_bw;
-    return CommShare(EstimateStep(p.job, h2));
+    return EstimateStep(p.job, h2);
   };
-  if (share(hi) > kMaxCommShare) {
+  const StepEstimate fast = at(hi);
+  if (CommShare(fast) > max_share) {
     p.comm_share_unreachable = true;
+    const std::vector<CommPart> parts = CommParts(p.job, h2, fast);
+    if (!parts.empty()) p.network_cause = parts[0].what + " over " + parts[0].link;
   } else {
-    for (int i = 0; i < 40; ++i) {
+    if (CommShare(at(lo)) <= max_share) hi = lo;
+    for (int i = 0; i < 40 && hi > lo; ++i) {
       const double mid = std::sqrt(lo * hi);
-      (share(mid) <= kMaxCommShare ? hi : lo) = mid;
+      (CommShare(at(mid)) <= max_share ? hi : lo) = mid;
     }
     p.min_inter_node_gbps = hi * 8 * per / 1e9;
+    // The cause: the inter-node part that grows most from the fastest link to the required one.
+    const std::vector<CommPart> need = CommParts(p.job, h2, at(hi)), base = CommParts(p.job, h2, fast);
+    double grown = -1;
+    for (const auto& c : need) {
+      if (!c.inter_node) continue;
+      double before = 0;
+      for (const auto& b : base) if (b.part == c.part) before = b.exposed_s;
+      if (c.exposed_s - before > grown) grown = c.exposed_s - before, p.network_cause = c.what + " across nodes";
+    }
   }
   double tcp_bw = 0;
   for (const auto& l : ctx.catalog.links)
@@ -54,7 +68,7 @@ void NetworkNeeds(const Context& ctx, const Setup& su, const HardwareContext& hw
   tcp.rdma = false;
   tcp.inter_bytes_per_s_per_gpu = tcp_bw;
   tcp.k.inter_eff = ctx.cal.Get("link_eff.tcp");
-  p.rdma_required = CommShare(EstimateStep(p.job, tcp)) > kMaxCommShare;
+  p.rdma_required = CommShare(EstimateStep(p.job, tcp)) > max_share;
 }
 
 // Host sizing: known facts are ok or warn; unknown facts say unknown (never ok).

@@ -619,15 +619,33 @@ StepEstimate EstimateStep(const Job& job, const HardwareContext& hw) {
   return e;
 }
 
+namespace {
+std::string ShortNumber(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+// 3 significant digits, without an exponent below a million.
+std::string Rate(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, v >= 1000 && v < 1e6 ? "%.0f" : "%.3g", v);
+  return buf;
+}
+}  // namespace
+
 std::vector<CommPart> CommParts(const Job& job, const HardwareContext& hw, const StepEstimate& e) {
   const StepBreakdown& b = e.breakdown;
   const ParallelSpec& p = job.parallel;
   const int64_t g = job.cluster.gpus_per_node;
   auto link = [&](bool inter) {
     char rate[96];
-    // N§5 the rate one GPU gets: a GPU whose NVLink is cut (A800, H800) runs below its fabric's row.
-    std::snprintf(rate, sizeof rate, " (%s, %.0f GB/s per GPU)", inter ? "inter-node" : "intra-node",
-                  (inter ? hw.inter_bytes_per_s_per_gpu : hw.intra_bytes_per_s) / 1e9);
+    // N§5 the rate one GPU gets inside a node (a GPU whose NVLink is cut, A800 or H800, runs below
+    // its fabric's row), a node's NICs together between nodes.
+    if (inter)
+      std::snprintf(rate, sizeof rate, " (inter-node, %s Gb/s per node)",
+                    Rate(hw.inter_bytes_per_s_per_gpu * static_cast<double>(g) * 8 / 1e9).c_str());
+    else
+      std::snprintf(rate, sizeof rate, " (intra-node, %.3g GB/s per GPU)", hw.intra_bytes_per_s / 1e9);
     return (inter ? hw.inter.name : hw.intra.name) + rate;
   };
   // N§6 placement: tp innermost, then cp, then dp (ep inside dp), pp outermost.
@@ -647,12 +665,6 @@ std::vector<CommPart> CommParts(const Job& job, const HardwareContext& hw, const
 }
 
 namespace {
-
-std::string ShortNumber(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g", v);
-  return buf;
-}
 
 // The job as a user would restate it: keys gpuplan derived (dp, global batch) are derived again.
 Job Underived(const Job& job) {
@@ -791,7 +803,10 @@ BottleneckReport AnalyzeBottleneck(const Job& job, const Catalog* catalog, const
   std::string top_name = comm_share >= comm_max ? "comm" : top->name;
   if (top_name == "comm") {
     std::string split;
-    for (const auto& c : comm) split += (split.empty() ? "" : ", ") + c.part + " " + ShortNumber(100 * c.exposed_s / e.step_time_s) + "%";
+    for (const auto& c : comm) {
+      const double pct = 100 * c.exposed_s / e.step_time_s;
+      split += (split.empty() ? "" : ", ") + c.part + " " + (pct < 1 ? std::string("<1") : ShortNumber(std::round(pct))) + "%";
+    }
     std::snprintf(buf, sizeof buf,
                   "communication limits this job: exposed communication is %.0f%% of the %.3g s step (%s; the limit "
                   "used is %.0f%%), the largest %s over %s; MFU %.0f%%",

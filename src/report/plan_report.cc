@@ -244,7 +244,7 @@ std::string PlanToText(const PlanResult& r, const Job& job, bool md, const PlanP
     if (p.nodes > 1) {
       std::string net = p.network + (p.rdma_required ? " — RDMA required" : " — RDMA not required");
       const std::string limit = F("%.0f%%", 100 * p.comm_share_max), cause = p.network_cause.empty() ? "" : " (" + p.network_cause + ")";
-      if (p.min_inter_node_gbps) net += ", needs >= " + F("%.3g", *p.min_inter_node_gbps) + " Gb/s per node" + cause + " to keep communication under " + limit;
+      if (p.min_inter_node_gbps) net += ", needs >= " + F(*p.min_inter_node_gbps >= 100 ? "%.0f" : "%.2g", *p.min_inter_node_gbps) + " Gb/s per node" + cause + " to keep communication under " + limit;
       else if (p.comm_share_unreachable) net += ", communication stays above " + limit + " of the step at any bandwidth" + cause;
       line("network", net);
     } else {

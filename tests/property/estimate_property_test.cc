@@ -148,5 +148,54 @@ TEST(EstimateProperty, BusBandwidthFactorForAllReduce) {
   }
 }
 
+
+// pipeline.md §4: for random layouts, pipeline hops that cross nodes are priced on the network
+// (a slower inter-node link makes the exposed pp time strictly larger); a pipeline that fits in
+// one node is untouched by it.
+TEST(EstimateProperty, PipelineHopsAcrossNodesArePricedOnTheNetwork) {
+  const uint64_t seed = Seed();
+  std::mt19937_64 rng(seed);
+  int crossing = 0, inside = 0;
+  for (int i = 0; i < 300; ++i) {
+    Job j;
+    j.arch = *FindPreset(Pick<const char*>(rng, {"gpt2", "llama-2-7b", "llama-2-13b"}));
+    j.training.seq_len = Pick<int64_t>(rng, {1024, 2048});
+    j.training.micro_batch = Pick<int64_t>(rng, {1, 2});
+    j.parallel.tp = Pick<int64_t>(rng, {1, 2, 4, 8});
+    j.parallel.pp = Pick<int64_t>(rng, {2, 3, 4, 8});
+    j.parallel.dp = Pick<int64_t>(rng, {1, 2, 4});
+    j.parallel.zero = Pick(rng, {0, 1});
+    j.parallel.vpp = Pick<int64_t>(rng, {1, 2});
+    j.parallel.sequence_parallel = j.parallel.tp > 1 && Pick(rng, {false, true});
+    j.training.global_batch = j.training.micro_batch * j.parallel.dp * Pick<int64_t>(rng, {8, 16});
+    j.cluster.gpu = "a100-sxm-80gb";
+    j.cluster.gpus_per_node = Pick<int64_t>(rng, {2, 4, 8, 16});
+    if (j.arch.layers < j.parallel.pp * j.parallel.vpp || !FinalizeJob(j).ok()) continue;
+    auto at = [&](const char* net, int64_t nics) {
+      Job k = j;
+      k.cluster.network = net;
+      k.cluster.nics_per_node = nics;
+      auto hw = ResolveHardware(k, Cat(), Calibration::Builtin());
+      EXPECT_TRUE(hw.ok()) << hw.status().ToString();
+      return EstimateStep(k, *hw);
+    };
+    const StepEstimate slow = at("tcp-10g", 1), fast = at("ib-ndr", j.cluster.gpus_per_node);
+    EXPECT_EQ(slow.comm.pp_cross_boundaries, fast.comm.pp_cross_boundaries);
+    EXPECT_GE(slow.step_time_s, fast.step_time_s * (1 - 1e-12)) << "seed " << seed << " case " << i;
+    if (j.cluster.num_gpus <= j.cluster.gpus_per_node) {
+      ++inside;
+      EXPECT_EQ(slow.comm.pp_cross_boundaries, 0) << "seed " << seed << " case " << i;
+      EXPECT_DOUBLE_EQ(slow.step_time_s, fast.step_time_s) << "seed " << seed << " case " << i;
+    } else {
+      ++crossing;
+      EXPECT_GT(slow.comm.pp_cross_boundaries, 0) << "seed " << seed << " case " << i;
+      EXPECT_GT(slow.breakdown.pp_comm_s, fast.breakdown.pp_comm_s) << "seed " << seed << " case " << i;
+      EXPECT_GT(slow.step_time_s, fast.step_time_s) << "seed " << seed << " case " << i;
+      EXPECT_GT(slow.comm.pp_cross_node_bytes, 0);
+    }
+  }
+  EXPECT_GT(crossing, 20);
+  EXPECT_GT(inside, 5);
+}
 }  // namespace
 }  // namespace gpuplan

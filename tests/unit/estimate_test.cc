@@ -221,5 +221,117 @@ TEST(Bottleneck, CompressedComputeIsNotCalledComputeBound) {
   EXPECT_EQ(b.find("compute-bound"), std::string::npos) << b;
   EXPECT_NE(b.find("compute is the largest part but only"), std::string::npos) << b;
 }
+
+// ---- Pipeline hops on the network (pipeline.md §4): Megatron's rank order, cross-node boundaries
+// priced on the node's NICs.
+
+Keys Mpt30bPipeline(const std::string& network, const std::string& nics = "") {
+  Keys k = {{"model.preset", "mpt-30b"},    {"training.method", "full"},     {"training.seq_len", "4096"},
+            {"training.global_batch", "256"}, {"cluster.gpu", "a800"},       {"cluster.num_gpus", "32"},
+            {"cluster.gpus_per_node", "8"},   {"parallel.tp", "2"},          {"parallel.pp", "8"},
+            {"parallel.vpp", "6"},            {"parallel.zero", "1"},        {"parallel.sequence_parallel", "true"},
+            {"cluster.network", network}};
+  if (!nics.empty()) k.push_back({"cluster.nics_per_node", nics});
+  return k;
+}
+
+TEST(Pipeline, TwoStagesPerNodeStillCrossNodesEveryOtherBoundary) {
+  const Estimated tcp = EstimateWith(Mpt30bPipeline("tcp-25g"));
+  // Nodes hold stages {0,1} {2,3} {4,5} {6,7}: 1->2, 3->4, 5->6 and the interleaved wrap 7->0 cross.
+  EXPECT_EQ(tcp.e.comm.pp_boundaries, 8);
+  EXPECT_EQ(tcp.e.comm.pp_cross_boundaries, 4);
+  EXPECT_TRUE(tcp.e.comm.pp_crosses_nodes);
+  // 128 micro-batches x 8 crossing senders per node x 6 hand-overs x 4096 x 7168 x 2 B / tp 2.
+  const double msg = 4096.0 * 7168 * 2 / 2;
+  EXPECT_NEAR(tcp.e.comm.pp_cross_node_bytes, 128 * 8 * 6 * msg * (1 - 1.0 / 48), 0.03 * 128 * 8 * 6 * msg);
+  // The busiest node's bytes over one 25 GbE port at its efficiency and without RDMA.
+  const double port = 3.125e9 * Calibration::Builtin().Get("link_eff.tcp") / Calibration::Builtin().Get("tcp_host_copy_penalty");
+  EXPECT_NEAR(tcp.e.comm.pp_cross_s, tcp.e.comm.pp_cross_node_bytes / port, 0.01 * tcp.e.comm.pp_cross_s);
+}
+
+TEST(Pipeline, TheSlowNetworkShowsInTheStep) {
+  const Estimated tcp = EstimateWith(Mpt30bPipeline("tcp-25g"));
+  const Estimated ib = EstimateWith(Mpt30bPipeline("ib-hdr", "8"));
+  EXPECT_GT(tcp.e.step_time_s, 1.5 * ib.e.step_time_s) << tcp.e.step_time_s << " vs " << ib.e.step_time_s;
+  EXPECT_GT(tcp.e.breakdown.pp_comm_s, 20 * ib.e.breakdown.pp_comm_s);
+}
+
+TEST(Pipeline, AllStagesInOneNodeNeverTouchTheNetwork) {
+  Keys k = {{"model.preset", "llama-2-7b"}, {"cluster.num_gpus", "8"}, {"parallel.tp", "2"}, {"parallel.pp", "4"},
+            {"training.global_batch", "16"}};
+  Keys slow = k, fast = k;
+  slow.push_back({"cluster.network", "tcp-1g"});
+  fast.push_back({"cluster.network", "ib-ndr"});
+  const Estimated a = EstimateWith(slow), b = EstimateWith(fast);
+  EXPECT_EQ(a.e.comm.pp_cross_boundaries, 0);
+  EXPECT_GT(a.e.comm.pp_s, 0);
+  EXPECT_DOUBLE_EQ(a.e.step_time_s, b.e.step_time_s);
+}
+
+TEST(Pipeline, OneStagePerNodeIsThePerGpuNicShare) {
+  // S = g: every rank of a node crosses, and the busiest node's time is each rank's 2·m·v messages
+  // over its NIC share (the placement before mixed layouts were modelled).
+  const Estimated r = EstimateWith({{"model.preset", "llama-2-13b"}, {"cluster.num_gpus", "32"}, {"parallel.tp", "8"},
+                                    {"parallel.pp", "4"}, {"training.global_batch", "32"}, {"cluster.network", "ib-ndr"}});
+  ASSERT_EQ(r.e.comm.pp_cross_boundaries, 3);
+  const double m = static_cast<double>(r.e.grad_accum), msg = r.e.comm.pp_bytes / (2 * m);
+  const double per_gpu = r.hw.inter_bytes_per_s_per_gpu * r.hw.k.inter_eff;
+  EXPECT_NEAR(r.e.comm.pp_cross_s, 2 * m * (msg / per_gpu + r.hw.k.collective_latency_s + r.hw.inter.latency_s.value_or(0)),
+              1e-9 * r.e.comm.pp_cross_s);
+}
+
+// ---- Communication-limited steps (communication.md §8).
+
+TEST(Bottleneck, FortyPercentCommunicationNamesCommunicationWithWhatIfs) {
+  const Keys keys = {{"model.preset", "llama-3-70b"}, {"training.method", "full"}, {"training.seq_len", "4096"},
+                     {"training.global_batch", "512"}, {"training.precision", "bf16"}, {"cluster.gpu", "h100"},
+                     {"cluster.num_gpus", "32"}, {"parallel.tp", "8"}, {"parallel.zero", "3"},
+                     {"training.recompute", "full"}, {"training.micro_batch", "1"}, {"cluster.network", "ib-ndr"},
+                     {"cluster.nics_per_node", "8"}};
+  const Estimated base = EstimateWith(keys);
+  const StepBreakdown& b = base.e.breakdown;
+  const double comm = b.tp_comm_s + b.cp_comm_s + b.pp_comm_s + b.dp_comm_s + b.ep_comm_s;
+  ASSERT_GE(comm / base.e.step_time_s, Calibration::Builtin().Get("comm_share_max"));
+  const BottleneckReport r = HoldClaims(keys);
+  EXPECT_NE(r.sentence.find("communication limits this job"), std::string::npos) << r.sentence;
+  EXPECT_EQ(r.sentence.find("not what limits"), std::string::npos) << r.sentence;
+  ASSERT_FALSE(r.what_ifs.empty()) << r.sentence;
+  bool zero = false;
+  for (const WhatIf& w : r.what_ifs)
+    for (const auto& [k, v] : w.changes) zero = zero || k == "parallel.zero";
+  EXPECT_TRUE(zero) << r.sentence;
+}
+
+TEST(Bottleneck, TheThresholdIsData) {
+  Keys keys = {{"model.preset", "llama-2-7b"}, {"cluster.num_gpus", "16"}, {"parallel.zero", "3"}, {"cluster.network", "ib-ndr"}};
+  Estimated base = EstimateWith(keys);
+  const StepBreakdown& b = base.e.breakdown;
+  const double share = (b.tp_comm_s + b.cp_comm_s + b.pp_comm_s + b.dp_comm_s + b.ep_comm_s) / base.e.step_time_s;
+  ASSERT_GT(share, 0.005);
+  for (const double limit : {share * 0.9, std::min(1.0, share * 1.1)}) {
+    Calibration cal = Calibration::Builtin();
+    cal.Set("comm_share_max", limit);
+    base.hw.cal = cal;
+    const std::string s = AnalyzeBottleneck(base.job, nullptr, base.hw, base.e).sentence;
+    EXPECT_EQ(s.find("communication limits this job") != std::string::npos, share >= limit) << limit << ": " << s;
+  }
+}
+
+TEST(Bottleneck, CutNvlinkIsBlamedNotTheNetwork) {
+  // H800: tp 8 over its 200 GB/s-per-direction NVLink, one node's worth of dp over 8 NDR ports.
+  const Estimated r = EstimateWith({{"model.preset", "llama-2-13b"}, {"cluster.gpu", "h800"}, {"cluster.num_gpus", "16"},
+                                    {"parallel.tp", "8"}, {"training.seq_len", "4096"}, {"training.micro_batch", "1"},
+                                    {"training.global_batch", "64"}, {"parallel.zero", "1"}, {"cluster.network", "ib-ndr"}});
+  const std::vector<CommPart> parts = CommParts(r.job, r.hw, r.e);
+  ASSERT_FALSE(parts.empty());
+  ASSERT_EQ(parts[0].part, "tp");
+  EXPECT_FALSE(parts[0].inter_node);
+  EXPECT_NE(parts[0].link.find("intra-node, 200 GB/s per GPU"), std::string::npos) << parts[0].link;
+  const std::string s = AnalyzeBottleneck(r.job, &Cat(), r.hw, r.e).sentence;
+  if (s.find("communication limits") != std::string::npos) {
+    EXPECT_NE(s.find(r.hw.intra.name), std::string::npos) << s;
+    EXPECT_EQ(s.find("over " + r.hw.inter.name), std::string::npos) << s;
+  }
+}
 }  // namespace
 }  // namespace gpuplan

@@ -735,10 +735,12 @@ std::vector<WhatIf> Candidates(const std::string& top, const Job& job, const Cat
     try_rdma(inter);
     if (p.zero == 3) tries.push_back({1, {{"parallel.zero", "2"}}});
     if (p.zero >= 2) tries.push_back({1, {{"parallel.zero", "1"}}});
-    if (p.tp > 1) {
-      Changes c = {{"parallel.tp", std::to_string(p.tp / 2)}, {"parallel.dp", std::to_string(p.dp * 2)}, {"cluster.num_gpus", n}};
-      if (p.tp / 2 == 1 && p.sequence_parallel) c.push_back({"parallel.sequence_parallel", "false"});
-      if (p.tp % 2 == 0) tries.push_back({2, c});
+    // tp inside a node when it crosses nodes, else half of it (dp takes the rest).
+    const int64_t tp = e.comm.tp_crosses_nodes ? job.cluster.gpus_per_node : p.tp / 2;
+    if (p.tp > 1 && tp >= 1 && p.tp % tp == 0) {
+      Changes c = {{"parallel.tp", std::to_string(tp)}, {"parallel.dp", std::to_string(p.dp * (p.tp / tp))}, {"cluster.num_gpus", n}};
+      if (tp == 1 && p.sequence_parallel) c.push_back({"parallel.sequence_parallel", "false"});
+      tries.push_back({2, c});
     }
     if (t.global_batch % (2 * t.micro_batch * p.dp) == 0)
       tries.push_back({3, {{"training.micro_batch", std::to_string(2 * t.micro_batch)}}});

@@ -308,5 +308,30 @@ TEST(Plan, ImplausibleSpotPricesAreFlooredAndSaid) {
   EXPECT_TRUE(saw);
 }
 
+
+// Issue 16: a node holding two pipeline stages still sends every other boundary over the network,
+// so an 8 x A800 node on one 25 GbE port is not ranked above the same node on 8 HDR ports at a
+// similar price, and no multi-node plan says it needs 0 Gb/s.
+TEST(Plan, TcpIsNotFreeForAPipelinedThirtyB) {
+  Job j = MakeJob("model: {preset: mpt-30b}\ntraining: {method: full, seq_len: 4096, global_batch: 256, tokens: 2e9}\n"
+                  "constraints: {gpus: [a800-sxm-80gb]}\n");
+  Catalog c = WithInstances(
+      "lab-a800-ib,onprem,8x A800 IB,a800-sxm-80gb,8,nvswitch-nvlink3,128,2048,15,1600,infiniband,ib-hdr,yes,yes,8,10.00,"
+      "unknown,unknown,lab,2026-11-01,test row,\n"
+      "lab-a800-tcp,onprem,8x A800 TCP,a800-sxm-80gb,8,nvswitch-nvlink3,128,2048,15,25,tcp,tcp-25g,no,no,1,9.50,"
+      "unknown,unknown,lab,2026-11-01,test row,\n");
+  auto r = PlanJob(j, c, Calibration::Builtin());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_FALSE(r->plans.empty()) << r->relax;
+  EXPECT_EQ(r->plans.front().instance.id, "lab-a800-ib");
+  for (const Plan& p : r->plans) {
+    if (p.nodes <= 1) continue;
+    EXPECT_TRUE(p.comm_share_unreachable || (p.min_inter_node_gbps && *p.min_inter_node_gbps >= 0.05)) << p.instance.id;
+    EXPECT_FALSE(p.network_cause.empty()) << p.instance.id;
+    if (p.instance.id == "lab-a800-tcp" && p.job.parallel.pp > 1) {
+      EXPECT_GT(p.estimate.comm.pp_cross_boundaries, 0);
+    }
+  }
+}
 }  // namespace
 }  // namespace gpuplan

@@ -225,11 +225,15 @@ std::vector<CheckpointTarget> CheckpointTargets(const CheckpointSizes& sz, const
   std::vector<CheckpointTarget> out = SyncTargets(sz, in, catalog, cal);
   if (in.async) {
     for (auto& t : out) t = Async(t, sz.intermediate_bytes, in);
-  } else if (in.choose_async && in.host_bytes_per_s > 0) {
-    const size_t n = out.size();
-    for (size_t i = 0; i < n; ++i) out.push_back(Async(out[i], sz.intermediate_bytes, in));
+    return Undominated(out);
   }
-  return Undominated(out);
+  out = Undominated(out);
+  if (!in.choose_async || in.host_bytes_per_s <= 0) return out;
+  // The async copies compete among themselves: the search takes one only where it is worth it.
+  std::vector<CheckpointTarget> async;
+  for (const auto& t : out) async.push_back(Async(t, sz.intermediate_bytes, in));
+  for (auto& t : Undominated(async)) out.push_back(std::move(t));
+  return out;
 }
 
 namespace {

@@ -121,8 +121,8 @@ void SpotWarnings(const Context& ctx, const Setup& su, Plan& p) {
                          Fmt("%.2g per node-hour", p.rates.interruptions_per_node_hour) + ") is assumed");
   const std::optional<CheckpointTarget>& t = p.storage.target;
   if (!FitsReclaimNotice(t ? &*t : nullptr, p.rates))
-    p.warnings.push_back(Fmt("a save started on the %.0f s reclaim notice is not durable in time (%.0f s): the run resumes from the last "
-                             "periodic checkpoint; set training.checkpoint_async: true or a faster cluster.storage",
+    p.warnings.push_back(Fmt("spot: a save on the %.0f s reclaim notice is not durable in time (%.0f s); "
+                             "set training.checkpoint_async: true",
                              p.rates.reclaim_notice_s, t ? t->durable_s : 0.0));
 }
 

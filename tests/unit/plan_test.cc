@@ -375,10 +375,13 @@ TEST(Plan, PinnedSpotPriceRatio) {
   auto r = PlanJob(j, Cat(), Calibration::Builtin());
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_FALSE(r->plans.empty());
+  int checked = 0;
   for (const auto& p : r->plans) {
-    ASSERT_TRUE(p.instance.on_demand_usd_per_hour);
+    if (!p.instance.on_demand_usd_per_hour) continue;  // no on-demand price: the catalog's spot price stands
+    ++checked;
     EXPECT_NEAR(p.cost.price_per_node_hour, 0.3 * *p.instance.on_demand_usd_per_hour, 1e-9) << p.instance.id;
   }
+  EXPECT_GT(checked, 0);
 }
 
 }  // namespace

@@ -89,6 +89,7 @@ struct WallClockInputs {
   EventRates rates;
   double stall_s = 0, durable_s = 0, final_save_s = 0;  // from the checkpoint target
   double pinned_interval_s = 0;  // training.checkpoint_interval_min when set; 0 = Young
+  double min_interval_s = 0;     // Young's interval is never shorter (checkpoint_interval_floor_s); 0 = none
 };
 
 struct WallClock {

@@ -45,6 +45,7 @@ constexpr KeyRule kRules[] = {
     {"object_store_write_bytes_per_s_per_node_assumed", {1, 1e15}},
     {"instance_disk_write_bytes_per_s_assumed", {1, 1e15}},
     {"checkpoint_async_min_stall_share", {0, 1}},
+    {"checkpoint_interval_floor_s", {0, 1e7}},
     {"parallel_fs_capacity_step_bytes", {1, 1e18}},
     {"parallel_fs_capacity_doublings", {0, 40}, true},
     {"spot_interruptions_per_node_hour.", {0, 1e3}},

@@ -277,7 +277,7 @@ WallClock ComputeWallClock(const WallClockInputs& in) {
   const double lambda = in.rates.failures_per_s + in.rates.interruptions_per_s;
   double tau = in.train_s;
   if (in.pinned_interval_s > 0) tau = in.pinned_interval_s;
-  else if (lambda > 0 && in.stall_s > 0) tau = std::sqrt(2 * in.stall_s / lambda);
+  else if (lambda > 0 && in.stall_s > 0) tau = std::max({std::sqrt(2 * in.stall_s / lambda), in.min_interval_s, in.durable_s});
   tau = std::max(1.0, std::min(tau, in.train_s));
   // A pinned interval is the policy as given (the run may be shorter); the loss math uses tau.
   w.interval_s = in.pinned_interval_s > 0 ? in.pinned_interval_s : tau;
@@ -356,6 +356,7 @@ JobWallClock EstimateJobWallClock(const Job& job, const HardwareContext& hw, con
     w.final_save_s = out.target->final_save_s;
   }
   if (job.IsSet("training.checkpoint_interval_min")) w.pinned_interval_s = job.training.checkpoint_interval_min * 60;
+  w.min_interval_s = cal.Get("checkpoint_interval_floor_s");
   out.wall = ComputeWallClock(w);
   return out;
 }

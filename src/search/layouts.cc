@@ -81,6 +81,7 @@ RunOutcome PriceRun(const Context& ctx, const Setup& su, const Item& it, double 
   in.startup_s = it.startup.Total();
   in.rates = it.rates;
   if (ctx.pinned("training.checkpoint_interval_min")) in.pinned_interval_s = ctx.job.training.checkpoint_interval_min * 60;
+  in.min_interval_s = ctx.cal.Get("checkpoint_interval_floor_s");
   const bool spot = su.price_kind == "spot";
   RunOutcome best;
   bool have = false;

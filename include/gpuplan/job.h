@@ -122,6 +122,11 @@ struct Constraints {
   double rerun_factor = 1.3;        // Default: 1.3 (seed 001 §6.2: budget 1.3-1.5x the pure training time).
   bool allow_tp_across_nodes = false;  // Default: false.
   int64_t top = 10;                 // Default: 10 plans shown.
+  double spot_price_ratio = 0.25;   // Default: unset = the catalog's spot price (a built-in one below
+                                    // calibration spot_price_ratio_default x on-demand is planned at that share);
+                                    // set: every spot setup at this share of on-demand.
+  double spot_interruptions_per_node_hour = 0;  // Default: unset = data/calibration.csv
+                                                // spot_interruptions_per_node_hour.<provider>.<family>.
 };
 
 struct Job {

@@ -36,6 +36,11 @@ struct LaunchPlan {
   std::optional<double> cost_usd;   // with the rerun factor; nullopt = unknown or own machines
   std::string origin;               // "plan #1 of examples/70b-full-finetune.yaml", "pinned job x.yaml", ...
   std::string note;                 // why this plan and not the first (a format's limits), "" = none
+  // The checkpoint policy (docs/model/reliability.md R§3), carried into every engine that can say it.
+  double checkpoint_interval_s = 3600;  // training.checkpoint_interval_min x 60 (a plan row: its chosen interval)
+  bool checkpoint_async = false;        // training.checkpoint_async (a plan row: as the planner chose)
+  std::string checkpoint_dir = "checkpoints";  // where the engine saves (relative to the run's directory)
+  std::string checkpoint_target;        // the plan's target ("local NVMe -> aws-s3-standard"); "" = the user's
   // What the user launches (flags of `gpuplan export`).
   std::string script = "train.py";  // the training entry point (megatron: pretrain_gpt.py)
   std::vector<std::string> script_args;
@@ -64,6 +69,7 @@ struct PlanRowJob {
   double time_s = 0;                // the row's wall-clock
   std::optional<double> cost_usd;   // the row's cost with the rerun factor (null = unknown)
   double step_time_s = 0;           // what the row predicted (export re-estimates and compares)
+  std::string checkpoint_target;    // the row's checkpoint target id ("" = none)
   std::string model_fingerprint;    // of the gpuplan that wrote the file
 };
 Result<PlanRowJob> JobFromPlanJson(const std::string& text, const std::string& file, int64_t index);

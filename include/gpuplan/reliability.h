@@ -46,6 +46,10 @@ struct CheckpointTarget {
   double provisioned_bytes = 0;  // parallel FS capacity bought for throughput (0 = not provisioned)
   std::optional<double> usd_per_hour;  // provisioned capacity; nullopt = price unknown
   std::string detail;            // how write_bytes_per_s follows from the row
+  bool assumed = false;          // a rate from the fallback data (no storage row with a write rate): said in output
+  bool async = false;            // written in the background after a snapshot to host memory (R§3)
+  double sync_stall_s = 0;       // async targets: the stall the same write costs synchronously
+  bool node_local = false;       // stays on the node (no object store): lost with the node
 };
 
 struct CheckpointTargetInputs {
@@ -55,6 +59,7 @@ struct CheckpointTargetInputs {
   std::optional<double> local_nvme_bytes;  // per node
   double host_bytes_per_s = 0;             // GPU -> host, per GPU (async snapshot)
   bool async = false;                      // training.checkpoint_async
+  bool choose_async = false;               // async not pinned: offer an async copy of each target (R§3)
   std::string pinned_storage;              // cluster.storage ("" = search)
 };
 
@@ -70,9 +75,12 @@ struct EventRates {
   double interruption_restart_s = 0;  // per reclaim: new nodes, image, reload
   double interruptions_per_node_hour = 0;  // as looked up (for the report)
   std::string interruption_source;         // calibration key used
+  double reclaim_notice_s = 0;             // spot: warning before a reclaim (spot_reclaim_notice_s.*); 0 = on demand
 };
+// pinned_interruptions_per_node_hour: constraints.spot_interruptions_per_node_hour (replaces the data's rate).
 EventRates LookupEventRates(const std::string& provider, const std::string& gpu_family, bool spot, int64_t gpus,
-                            int64_t nodes, double startup_restart_s, const Calibration& cal);
+                            int64_t nodes, double startup_restart_s, const Calibration& cal,
+                            std::optional<double> pinned_interruptions_per_node_hour = std::nullopt);
 
 // R§5 the wall-clock: steps + start-up + checkpoint stalls + expected lost work and restarts + final save.
 struct WallClockInputs {
@@ -81,6 +89,7 @@ struct WallClockInputs {
   EventRates rates;
   double stall_s = 0, durable_s = 0, final_save_s = 0;  // from the checkpoint target
   double pinned_interval_s = 0;  // training.checkpoint_interval_min when set; 0 = Young
+  double min_interval_s = 0;     // Young's interval is never shorter (checkpoint_interval_floor_s); 0 = none
 };
 
 struct WallClock {
@@ -101,6 +110,8 @@ WallClock ComputeWallClock(const WallClockInputs& in);
 // R§1 start-up for one setup.
 struct StartupInputs {
   int64_t nodes = 1;
+  std::string provider;          // startup_provision_s.<provider> when the data has it (onprem: 0)
+  bool owned = false;            // machines already running (a price of 0): startup_provision_s.owned
   double weights_bytes = 0;      // base weights to download (0: pretraining)
   double dataset_bytes = 0;
   std::optional<double> store_read_bytes_per_s_per_node;  // the provider's object store, if known

@@ -399,6 +399,8 @@ const std::vector<KeyEntry>& Entries() {
       j.constraints.spot = *v;
       return Status::Ok();
     });
+    add("constraints.spot_price_ratio", "spot-price-ratio", "spot price / on-demand for every spot row (default: catalog, >= 0.25)", Real([](Job& j) -> double& { return j.constraints.spot_price_ratio; }, [](double v) { return !(v <= 0 || v > 1); }, "must be in (0, 1] (a share of the on-demand price)"));
+    add("constraints.spot_interruptions_per_node_hour", "spot-interruptions-per-node-hour", "spot reclaims per node-hour (default: data, by provider and GPU)", Real([](Job& j) -> double& { return j.constraints.spot_interruptions_per_node_hour; }, [](double v) { return !(v < 0 || v > 10); }, "must be in [0, 10] per node-hour"));
     add("constraints.min_memory_headroom", "min-memory-headroom", "fraction of GPU memory kept free (default: the memory model's p90 error, calibration memory_model_error_margin)", Real([](Job& j) -> double& { return j.constraints.min_memory_headroom; }, [](double v) { return !(v < 0 || v >= 0.9); }, "must be in [0, 0.9)"));
     add("constraints.objective", "objective", "time|cost|balanced (default balanced)", [](Job& j, const std::string& s, const Location& w) -> Status {
       auto v = ParseEnum<Objective>(s, w, {{"time", Objective::kTime}, {"cost", Objective::kCost}, {"balanced", Objective::kBalanced}});

@@ -1,6 +1,7 @@
 // The engine exporters of `gpuplan export`: DeepSpeed, accelerate, torchrun, Megatron-LM (+ the
 // Megatron-Bridge override form) and torchtitan (released v0.2.x TOML). Every key traces to a plan
 // field (docs/export.md "## Engines"); the format facts are ../shared/reference/launch-serving-checks.md §1.
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -215,6 +216,43 @@ Artifact LaunchSh(const LaunchPlan& p, const LaunchSpec& l) {
   return {"launch.sh", s, true};
 }
 
+// ---- the checkpoint policy (docs/export.md "Checkpoints"; docs/model/reliability.md R§3) ----
+
+// Optimizer steps between checkpoints: the plan's interval over its step time, at least 1.
+int64_t SaveSteps(const LaunchPlan& p) {
+  if (p.step_time_s <= 0) return 1;
+  return std::max<int64_t>(1, std::llround(p.checkpoint_interval_s / p.step_time_s));
+}
+int64_t CheckpointsKept() { return static_cast<int64_t>(Calibration::Builtin().Get("checkpoints_kept")); }
+
+// "every 120 steps (~30 min at 15.00 s per step) to checkpoints/, async; plan target: local NVMe -> x"
+std::string CheckpointPolicyText(const LaunchPlan& p) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "every %lld steps (~%.0f min at %.2f s per step) to %s/", static_cast<long long>(SaveSteps(p)),
+                p.checkpoint_interval_s / 60, p.step_time_s, p.checkpoint_dir.c_str());
+  std::string s = buf;
+  s += p.checkpoint_async ? ", async" : ", synchronous";
+  if (!p.checkpoint_target.empty()) s += "; plan target: " + p.checkpoint_target;
+  return s;
+}
+
+// HF Trainer's save flags (TrainingArguments), for the engines an HF Trainer script runs under.
+bool HfTrainerScript(const LaunchPlan& p) { return p.job.training.framework == Framework::kHfTrainer; }
+std::vector<std::string> HfSaveArgs(const LaunchPlan& p) {
+  if (!HfTrainerScript(p)) return {};
+  return {"--output_dir", ShellQuote(p.checkpoint_dir), "--save_strategy", "steps", "--save_steps", Str(SaveSteps(p)),
+          "--save_total_limit", Str(CheckpointsKept())};
+}
+// The comment lines of a launch.sh whose script does the saving.
+std::vector<std::string> CheckpointNotes(const LaunchPlan& p) {
+  std::vector<std::string> n = {"checkpoints: " + CheckpointPolicyText(p) + "."};
+  if (!HfTrainerScript(p))
+    n.push_back("the script saves them (HF Trainer: --save_steps " + Str(SaveSteps(p)) + " --output_dir " + p.checkpoint_dir +
+                "; DeepSpeed: engine.save_checkpoint every " + Str(SaveSteps(p)) + " steps" +
+                (p.checkpoint_async ? "; async: torch.distributed.checkpoint.async_save)" : ")"));
+  return n;
+}
+
 // ---- deepspeed ----
 
 std::vector<std::string> DeepspeedNotes(const LaunchPlan& p) {
@@ -254,7 +292,9 @@ std::string DeepspeedConfig(const LaunchPlan& p) {
   const Job& j = p.job;
   const ParallelSpec& q = j.parallel;
   nlohmann::ordered_json c;
-  c["_gpuplan"] = {{"header", HeaderLines(p)}, {"notes", DeepspeedNotes(p)}};
+  c["_gpuplan"] = {{"header", HeaderLines(p)}, {"notes", DeepspeedNotes(p)},
+                   {"checkpoint", {{"save_steps", SaveSteps(p)}, {"dir", p.checkpoint_dir}, {"async", p.checkpoint_async},
+                                   {"interval_min", p.checkpoint_interval_s / 60}, {"keep", CheckpointsKept()}}}};
   c["train_batch_size"] = j.training.micro_batch * p.grad_accum * q.dp;
   c["train_micro_batch_size_per_gpu"] = j.training.micro_batch;
   c["gradient_accumulation_steps"] = p.grad_accum;
@@ -288,13 +328,16 @@ Artifact DeepspeedLauncher(const LaunchPlan& p, const std::string& script) {
   s += "DEEPSPEED=\"${DEEPSPEED:-deepspeed}\"\n";
   s += "$DEEPSPEED --hostfile \"$(dirname \"$0\")/hostfile\" --num_nodes " + Str(p.nodes) + " --num_gpus " + Str(p.gpus_per_node) +
        " --master_addr \"$GPUPLAN_HEAD\" --master_port \"$GPUPLAN_PORT\" \\\n  " + ScriptWords(script, p.script_args) +
-       " --deepspeed --deepspeed_config \"$(dirname \"$0\")/ds_config.json\" \"$@\"\n";
+       " --deepspeed --deepspeed_config \"$(dirname \"$0\")/ds_config.json\"";
+  for (const auto& a : HfSaveArgs(p)) s += " " + a;
+  s += " \"$@\"\n";
   return {"launch-deepspeed.sh", s, true};
 }
 
 std::vector<Artifact> ExportDeepspeed(const LaunchPlan& p) {
   LaunchSpec l{"deepspeed (torchrun form)", p.script, p.script_args,
-               {"--deepspeed", "--deepspeed_config", "\"$(dirname \"$0\")/ds_config.json\""}, {}, {}};
+               {"--deepspeed", "--deepspeed_config", "\"$(dirname \"$0\")/ds_config.json\""}, {}, CheckpointNotes(p)};
+  for (const auto& a : HfSaveArgs(p)) l.extra.push_back(a);
   return {{"ds_config.json", DeepspeedConfig(p), false}, {"hostfile", Hostfile(p), false}, LaunchSh(p, l),
           DeepspeedLauncher(p, p.script)};
 }
@@ -412,6 +455,7 @@ Artifact AccelerateLauncher(const LaunchPlan& p) {
        Str(World(p)) + " --machine_rank \"$GPUPLAN_NODE_RANK\" --main_process_ip \"$GPUPLAN_HEAD\" --main_process_port \"$GPUPLAN_PORT\" \\\n  " +
        ScriptWords(p.script, p.script_args);
   for (const auto& a : BatchArgs(p)) s += " " + a;
+  for (const auto& a : HfSaveArgs(p)) s += " " + a;
   s += " \"$@\"\n";
   return {"launch-accelerate.sh", s, true};
 }
@@ -423,6 +467,8 @@ std::vector<Artifact> ExportAccelerate(const LaunchPlan& p) {
   l.extra.push_back("\"$(dirname \"$0\")/accelerate.yaml\"");
   l.notes.push_back("torchrun form: the script reads accelerate.yaml itself (--accelerate_config); launch-accelerate.sh is the");
   l.notes.push_back("`accelerate launch` form that applies it to an unmodified Accelerator() script.");
+  for (const auto& n : CheckpointNotes(p)) l.notes.push_back(n);
+  for (const auto& a : HfSaveArgs(p)) l.extra.push_back(a);
   out.push_back(LaunchSh(p, l));
   out.push_back(AccelerateLauncher(p));
   return out;
@@ -434,6 +480,7 @@ std::vector<Artifact> ExportTorchrun(const LaunchPlan& p) {
   LaunchSpec l{"torchrun", p.script, p.script_args, {}, {}, {}};
   l.notes.push_back("torchrun carries the nodes and processes per node only: the layout (" + LayoutString(p.job) + ") and the batch");
   l.notes.push_back("(micro-batch " + Str(p.job.training.micro_batch) + " x " + Str(p.grad_accum) + " accumulation) are the script's.");
+  for (const auto& n : CheckpointNotes(p)) l.notes.push_back(n);
   return {LaunchSh(p, l)};
 }
 
@@ -519,9 +566,17 @@ Args MegatronTrainingArgs(const LaunchPlan& p) {
   return m;
 }
 
+// --save / --save-interval / --async-save (megatron/training/config/training_config.py CheckpointConfig;
+// with the default torch_dist format async needs the persistent worker, arguments.py).
+Args MegatronCheckpointArgs(const LaunchPlan& p) {
+  Args m = {{"--save", p.checkpoint_dir}, {"--save-interval", Str(SaveSteps(p))}};
+  if (p.checkpoint_async) m.insert(m.end(), {{"--async-save", ""}, {"--use-persistent-ckpt-worker", ""}});
+  return m;
+}
+
 std::string MegatronArgsFile(const LaunchPlan& p) {
   std::string s = CommentHeader(p, "# ");
-  s += "# Megatron-LM pretrain_gpt.py flags for this plan (sourced by launch.sh). Data, tokenizer, checkpoint and\n";
+  s += "# Megatron-LM pretrain_gpt.py flags for this plan (sourced by launch.sh). Data, tokenizer, loading and\n";
   s += "# learning-rate flags are yours: append them to MEGATRON_ARGS or pass them to launch.sh.\n";
   if (TpAcrossNodes(p))
     s += "# WARNING: tensor parallelism spans nodes (tp " + Str(p.job.parallel.tp) + " > " + Str(p.gpus_per_node) +
@@ -531,6 +586,8 @@ std::string MegatronArgsFile(const LaunchPlan& p) {
   s += "MEGATRON_ARGS=(\n";
   for (const Args& group : {MegatronModelArgs(p.job), MegatronParallelArgs(p), MegatronTrainingArgs(p)})
     for (const auto& [flag, value] : group) s += "  " + flag + (value.empty() ? "" : " " + ShellQuote(value)) + "\n";
+  s += "  # checkpoints: " + CheckpointPolicyText(p) + "\n";
+  for (const auto& [flag, value] : MegatronCheckpointArgs(p)) s += "  " + flag + (value.empty() ? "" : " " + ShellQuote(value)) + "\n";
   return s + ")\n";
 }
 
@@ -580,12 +637,20 @@ std::vector<std::string> BridgeOverrides(const LaunchPlan& p) {
   return o;
 }
 
+// Megatron-Bridge's CheckpointConfig (checkpoint.save, save_interval, async_save).
+std::vector<std::string> BridgeCheckpointOverrides(const LaunchPlan& p) {
+  std::vector<std::string> o = {"checkpoint.save=" + p.checkpoint_dir, "checkpoint.save_interval=" + Str(SaveSteps(p))};
+  if (p.checkpoint_async) o.push_back("checkpoint.async_save=true");
+  return o;
+}
+
 std::string BridgeFile(const LaunchPlan& p) {
   std::string s = CommentHeader(p, "# ");
   s += "# Megatron-Bridge overrides (one per line) for scripts/training/run_recipe.py --recipe <a recipe of this model>:\n";
   s += "#   python scripts/training/run_recipe.py --recipe RECIPE $(grep -v '^#' bridge-overrides.txt)\n";
   if (p.job.training.precision == Precision::kFp32) s += "# fp32: mixed_precision=null turns the recipe's mixed precision off.\n";
   for (const auto& o : BridgeOverrides(p)) s += o + "\n";
+  for (const auto& o : BridgeCheckpointOverrides(p)) s += o + "\n";
   return s;
 }
 
@@ -674,6 +739,17 @@ std::string TitanParallelism(const LaunchPlan& p) {
   return s;
 }
 
+// torchtitan v0.2.x [checkpoint] (torchtitan/config/job_config.py Checkpoint: enable, folder,
+// interval in steps, async_mode, keep_latest_k).
+std::string TitanCheckpoint(const LaunchPlan& p) {
+  std::string s = "[checkpoint]\n# " + CheckpointPolicyText(p) + "\n";
+  s += "enable = true\nfolder = " + nlohmann::json(p.checkpoint_dir).dump() + "\n";
+  s += "interval = " + Str(SaveSteps(p)) + "\n";
+  s += std::string("async_mode = \"") + (p.checkpoint_async ? "async" : "disabled") + "\"\n";
+  s += "keep_latest_k = " + Str(CheckpointsKept()) + "\n";
+  return s;
+}
+
 std::string TitanToml(const LaunchPlan& p) {
   const Job& j = p.job;
   std::string s = CommentHeader(p, "# ");
@@ -686,6 +762,7 @@ std::string TitanToml(const LaunchPlan& p) {
   s += "[compile]\nenable = " + Str(j.training.compile) + "\n";
   if (j.training.precision == Precision::kFp8 && j.training.fp8_recipe != Fp8Recipe::kMxfp8)
     s += "\n[quantize.linear.float8]\nrecipe_name = \"" + ToString(j.training.fp8_recipe) + "\"\n";
+  s += "\n" + TitanCheckpoint(p);
   return s;
 }
 

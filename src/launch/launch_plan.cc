@@ -23,6 +23,12 @@ void FillInstance(LaunchPlan& lp, const InstanceSpec& inst) {
   lp.gpudirect_rdma = inst.gpudirect_rdma != "no" && inst.rdma != "no";  // as the planner reads the row (enumerate.cc)
 }
 
+// The job's checkpoint policy (a plan row's job carries the planner's choice).
+void FillCheckpointPolicy(LaunchPlan& lp, const Job& job) {
+  lp.checkpoint_interval_s = job.training.checkpoint_interval_min * 60;
+  lp.checkpoint_async = job.training.checkpoint_async;
+}
+
 }  // namespace
 
 LaunchPlan LaunchPlanFromPlan(const Plan& p, const Catalog& catalog, const std::string& origin) {
@@ -42,6 +48,8 @@ LaunchPlan LaunchPlanFromPlan(const Plan& p, const Catalog& catalog, const std::
   lp.time_s = p.time_s;
   if (p.cost.price_known) lp.cost_usd = p.cost.with_rerun_usd;
   lp.origin = origin;
+  FillCheckpointPolicy(lp, p.job);
+  if (p.storage.target) lp.checkpoint_target = p.storage.target->id;
   return lp;
 }
 
@@ -87,6 +95,7 @@ Result<LaunchPlan> LaunchPlanFromJob(const Job& job, const Catalog& catalog, con
   lp.gpu_memory_bytes = hw->gpu.memory_bytes;
   lp.time_s = est.time_to_train_s;
   lp.origin = origin;
+  FillCheckpointPolicy(lp, lp.job);
   return lp;
 }
 
@@ -119,6 +128,9 @@ Result<PlanRowJob> JobFromPlanJson(const std::string& text, const std::string& f
   out.time_s = row.value("time_s", 0.0);
   if (row.contains("cost_usd") && row["cost_usd"].is_number()) out.cost_usd = row["cost_usd"].get<double>();
   out.step_time_s = row.value("step_time_s", 0.0);
+  if (row.contains("checkpoint") && row["checkpoint"].is_object() && row["checkpoint"].contains("target") &&
+      row["checkpoint"]["target"].is_object())
+    out.checkpoint_target = row["checkpoint"]["target"].value("id", "");
   out.model_fingerprint = doc.value("model_fingerprint", "");
   out.job.source = file;
   return out;
@@ -140,6 +152,7 @@ Result<LaunchPlan> LaunchPlanFromPlanJson(const std::string& text, const std::st
   lp->spot = row->spot;
   if (row->time_s > 0) lp->time_s = row->time_s;
   lp->cost_usd = row->cost_usd;
+  lp->checkpoint_target = row->checkpoint_target;
   if (row->step_time_s > 0 && std::abs(lp->step_time_s / row->step_time_s - 1) > 0.01)
     lp->note = "the step time is this gpuplan's re-estimate (" + FormatNumber("%.3f", lp->step_time_s) + " s); " + file + " said " +
                FormatNumber("%.3f", row->step_time_s) + " s (written by model fingerprint " + row->model_fingerprint + ")";

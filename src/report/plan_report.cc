@@ -26,7 +26,8 @@ nlohmann::json TargetJson(const Plan& p) {
   return {{"id", t.id}, {"kind", t.kind}, {"write_bytes_per_s", t.write_bytes_per_s}, {"stall_s", t.stall_s},
           {"durable_s", t.durable_s}, {"final_save_s", t.final_save_s},
           {"provisioned_bytes", t.provisioned_bytes > 0 ? nlohmann::json(t.provisioned_bytes) : nlohmann::json(nullptr)},
-          {"usd_per_hour", OrNull(t.usd_per_hour)}, {"detail", t.detail}};
+          {"usd_per_hour", OrNull(t.usd_per_hour)}, {"detail", t.detail}, {"assumed", t.assumed}, {"async", t.async},
+          {"node_local", t.node_local}};
 }
 
 // The efficiency note and the error band of a plan's GPU (PlanPrintContext).
@@ -107,7 +108,7 @@ nlohmann::json PlanJson(const Plan& p, const PlanPrintContext& ctx) {
       {"checkpoint",
        {{"full_state_bytes", cs.full_state_bytes}, {"weights_only_bytes", cs.weights_only_bytes},
         {"intermediate_bytes", cs.intermediate_bytes}, {"final_bytes", cs.final_bytes}, {"final_content", cs.final_content},
-        {"interval_s", w.checkpoints > 0 ? nlohmann::json(w.interval_s) : nlohmann::json(nullptr)}, {"checkpoints", w.checkpoints},
+        {"interval_s", p.storage.target ? nlohmann::json(w.interval_s) : nlohmann::json(nullptr)}, {"checkpoints", w.checkpoints},
         {"targets_compared", p.storage.targets_compared}, {"target", TargetJson(p)}}},
       {"host_checks", host},
       {"reliability",
@@ -172,13 +173,14 @@ std::string CheckpointLine(const Plan& p) {
   const CheckpointSizes& cs = p.storage.checkpoint;
   const WallClock& w = p.wall;
   std::string s = F("%.1f GB resumable state each", cs.intermediate_bytes / 1e9);
-  if (!p.storage.target) return s + "; no target with a known write rate: none written, a failure restarts from the start";
+  if (!p.storage.target) return s + "; the pinned storage has no write rate: none written, a failure restarts from the start";
   const CheckpointTarget& t = *p.storage.target;
-  s += " to " + t.id + " (" + t.detail + ")";
-  s += F(", %.0f s stall, durable after %.0f s", t.stall_s, t.durable_s);
+  s += " to " + t.id + " (" + t.detail + (t.assumed ? "; rate assumed" : "") + ")";
+  s += F(t.async ? ", async: %.0f s stall, durable after %.0f s" : ", %.0f s stall, durable after %.0f s", t.stall_s, t.durable_s);
   if (w.checkpoints > 0) s += F("; every %.0f min (%.0f checkpoints", w.interval_s / 60, static_cast<double>(w.checkpoints)) +
                               (p.job.IsSet("training.checkpoint_interval_min") ? ", pinned interval)" : ", Young's interval from the failure + interruption rate)");
-  else if (p.job.IsSet("training.checkpoint_interval_min")) s += "; the run is shorter than the pinned interval: no periodic checkpoint";
+  else if (p.job.IsSet("training.checkpoint_interval_min"))
+    s += F("; every %.0f min (pinned; the run is shorter: no periodic checkpoint)", w.interval_s / 60);
   else s += "; the run is shorter than the Young interval: no periodic checkpoint";
   s += "; final save " + cs.final_content + F(" %.1f GB in %.0f s", cs.final_bytes / 1e9, t.final_save_s);
   s += F("; best of %.0f targets", static_cast<double>(p.storage.targets_compared));

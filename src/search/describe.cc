@@ -133,6 +133,24 @@ void SpotWarnings(const Context& ctx, const Setup& su, Plan& p) {
   if (p.rates.interruption_source.rfind("spot_interruptions_per_node_hour.default", 0) == 0)
     p.warnings.push_back("no published interruption rate for " + su.inst.provider + ": the default (" +
                          Fmt("%.2g per node-hour", p.rates.interruptions_per_node_hour) + ") is assumed");
+  const std::optional<CheckpointTarget>& t = p.storage.target;
+  if (!FitsReclaimNotice(t ? &*t : nullptr, p.rates))
+    p.warnings.push_back(Fmt("spot: a save on the %.0f s reclaim notice is not durable in time (%.0f s); "
+                             "set training.checkpoint_async: true",
+                             p.rates.reclaim_notice_s, t ? t->durable_s : 0.0));
+}
+
+// The plan's checkpoint policy carried in its job (exports read it back from the row's "job"):
+// the interval in whole minutes (the pinned one as given) and async as chosen (R§3).
+void SetCheckpointPolicy(const Context& ctx, Plan& p) {
+  if (!p.storage.target) return;
+  if (!ctx.pinned("training.checkpoint_interval_min"))
+    p.job.training.checkpoint_interval_min = std::max(1.0, std::round(p.wall.interval_s / 60));
+  p.job.training.checkpoint_async = p.storage.target->async;
+  const CheckpointTarget& t = *p.storage.target;
+  if (t.node_local)
+    p.warnings.push_back("checkpoints stay on each node's " + std::string(t.kind == "local-nvme" ? "local NVMe" : "disk") +
+                         ": a lost node loses its shard; copy them to shared or object storage");
 }
 }  // namespace
 
@@ -179,10 +197,11 @@ Plan Describe(const Context& ctx, const std::vector<Setup>& setups, const std::v
                          Fmt("%.0f h increments (%.0f h billed for the run); the wait until the block starts is not in the wall-clock",
                              su.billing_increment_s / 3600, p.cost.billed_hours));
   if (!p.storage.target)
-    p.warnings.push_back("no checkpoint target with a known write rate for " + su.inst.provider +
-                         ": a failure restarts the run from the start (the wall-clock counts that)");
+    p.warnings.push_back("no checkpoint target for " + su.inst.provider + " (cluster.storage " + ctx.job.cluster.storage +
+                         " has no write rate): a failure restarts the run from the start (the wall-clock counts that)");
   // Hardware what-ifs (RDMA, local NVMe) are resolved from the catalog, as the flags would be.
   p.bottleneck = AnalyzeBottleneck(p.job, &ctx.catalog, hw, p.estimate).sentence;
+  SetCheckpointPolicy(ctx, p);  // after the estimate: the step is the search's
   return p;
 }
 

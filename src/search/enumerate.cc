@@ -46,18 +46,34 @@ Setup BaseSetup(const Context& ctx, const InstanceSpec& inst) {
   s.gpu_family = gpu.ok() ? gpu->family : "unknown";
   return s;
 }
-// §1 spot: a built-in spot price below the share of on-demand that spot usually costs is a
-// cheapest-zone minimum; such rows are planned at that share (a --catalog row is the user's own
-// price and is used as given, with the same warning from Describe).
-void SpotFloor(const Context& ctx, const InstanceSpec& inst, Setup& sp) {
-  const double ratio = ctx.cal.Get("spot_price_ratio_min_plausible");
-  if (!inst.on_demand_usd_per_hour || !sp.price || *sp.price >= ratio * *inst.on_demand_usd_per_hour) return;
+// §1 spot: --spot-price-ratio prices every spot setup at that share of on-demand. Otherwise a
+// built-in spot price below spot_price_ratio_default x on-demand is a cheapest-zone minimum; such
+// rows are planned at that share (a --catalog row is the user's own price and is used as given,
+// with the warning from Describe when it is implausibly low).
+void SpotPrice(const Context& ctx, const InstanceSpec& inst, Setup& sp) {
+  if (!inst.on_demand_usd_per_hour) return;
+  const double od = *inst.on_demand_usd_per_hour;
+  if (ctx.pinned("constraints.spot_price_ratio")) {
+    sp.price = ctx.job.constraints.spot_price_ratio * od;
+    return;
+  }
+  const double ratio = ctx.cal.Get("spot_price_ratio_default");
+  if (!sp.price || *sp.price >= ratio * od) return;
   if (inst.where.file != "data/instances.csv") return;  // a --catalog row is the user's own price
   char buf[240];
   std::snprintf(buf, sizeof buf, "planned at %.0f%% of on-demand ($%.2f/node-h): the catalog's $%.2f is %.0f%% of on-demand, a cheapest-zone price",
-                100 * ratio, ratio * *inst.on_demand_usd_per_hour, *sp.price, 100 * *sp.price / *inst.on_demand_usd_per_hour);
+                100 * ratio, ratio * od, *sp.price, 100 * *sp.price / od);
   sp.price_note = buf;
-  sp.price = ratio * *inst.on_demand_usd_per_hour;
+  sp.price = ratio * od;
+}
+
+// Whether a row can be planned as spot: it has a spot price, or --spot-price-ratio prices it and
+// its provider sells spot (another of its rows has a spot price).
+bool SpotOffered(const Context& ctx, const InstanceSpec& inst) {
+  if (inst.spot_usd_per_hour) return true;
+  if (!ctx.pinned("constraints.spot_price_ratio") || !inst.on_demand_usd_per_hour) return false;
+  return std::any_of(ctx.catalog.instances.begin(), ctx.catalog.instances.end(),
+                     [&](const InstanceSpec& o) { return o.provider == inst.provider && o.spot_usd_per_hour; });
 }
 }  // namespace
 
@@ -90,15 +106,16 @@ std::vector<Setup> EnumerateSetups(const Context& ctx, Rejects& rejects, std::ve
       od.price_date = inst.price_date;
       out.push_back(od);
     }
-    if (con.spot != SpotPolicy::kNo && inst.spot_usd_per_hour) {
+    const bool spot_offered = SpotOffered(ctx, inst);
+    if (con.spot != SpotPolicy::kNo && spot_offered) {
       Setup sp = base;
       sp.price_kind = "spot";
       sp.price = inst.spot_usd_per_hour;
-      sp.price_date = inst.spot_price_date;
-      SpotFloor(ctx, inst, sp);
+      sp.price_date = inst.spot_usd_per_hour ? inst.spot_price_date : inst.price_date;
+      SpotPrice(ctx, inst, sp);
       out.push_back(sp);
     }
-    if (con.spot == SpotPolicy::kOnly && !inst.spot_usd_per_hour) rejects.Add("no_spot_price", "instance skipped: no spot price");
+    if (con.spot == SpotPolicy::kOnly && !spot_offered) rejects.Add("no_spot_price", "instance skipped: no spot price");
     for (const auto& b : ctx.catalog.capacity_blocks) {
       if (b.id != inst.id || con.spot == SpotPolicy::kOnly) continue;
       Setup cb = base;
@@ -199,7 +216,11 @@ StartupBreakdown Startup(const Context& ctx, const Setup& su, const Variant& v, 
   j.training.precision = v.precision;
   std::optional<double> read;
   if (const StorageSpec* s = ReadableStore(ctx.catalog, su.inst.provider)) read = s->read_bytes_per_s;
-  return EstimateStartup(StartupInputsFor(j, nodes, read), ctx.cal);
+  StartupInputs in = StartupInputsFor(j, nodes, read);
+  in.provider = su.inst.provider;
+  // A row priced at 0 is owned or already running (R§1: nothing to provision).
+  in.owned = su.inst.on_demand_usd_per_hour && *su.inst.on_demand_usd_per_hour == 0 && su.price_kind == "on-demand";
+  return EstimateStartup(in, ctx.cal);
 }
 }  // namespace
 
@@ -227,11 +248,14 @@ std::vector<Item> EnumerateItems(const Context& ctx, const std::vector<Setup>& s
       ci.local_nvme_bytes = su.inst.local_nvme_bytes;
       ci.host_bytes_per_s = variants[vi].hw.host_bytes_per_s;
       ci.async = ctx.job.training.checkpoint_async;
+      ci.choose_async = !ctx.pinned("training.checkpoint_async");  // R§3: the planner picks async where the stall matters
       if (ctx.pinned("cluster.storage")) ci.pinned_storage = ctx.job.cluster.storage;
       it.targets = CheckpointTargets(variants[vi].sizes, ci, ctx.catalog, ctx.cal);
       // A reclaimed spot node is replaced by a fresh one: the whole start-up again.
       const double restart = it.startup.Total();
-      it.rates = LookupEventRates(su.inst.provider, su.gpu_family, su.price_kind == "spot", n * per, n, restart, ctx.cal);
+      std::optional<double> pinned_rate;
+      if (ctx.pinned("constraints.spot_interruptions_per_node_hour")) pinned_rate = con.spot_interruptions_per_node_hour;
+      it.rates = LookupEventRates(su.inst.provider, su.gpu_family, su.price_kind == "spot", n * per, n, restart, ctx.cal, pinned_rate);
       for (const auto& s : ctx.catalog.storage)
         if (s.provider == su.inst.provider && s.tier == "object" && s.usd_per_gb_month) {
           it.object_usd_per_gb_month = *s.usd_per_gb_month;

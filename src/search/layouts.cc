@@ -57,18 +57,39 @@ CostBreakdown Bill(const Context& ctx, const Setup& su, const Item& it, const Wa
 }
 }  // namespace
 
+namespace {
+// R§3: an async copy of a target is worth its host-memory snapshot only where the synchronous save
+// matters: its stalls exceed checkpoint_async_min_stall_share of the training time, or (spot) the
+// synchronous save is not durable within the reclaim notice.
+bool AsyncWorthIt(const Context& ctx, const CheckpointTarget& t, WallClockInputs in, bool spot) {
+  in.stall_s = t.sync_stall_s;
+  in.durable_s = std::max(t.sync_stall_s, t.durable_s - t.stall_s);
+  const WallClock sync = ComputeWallClock(in);
+  if (spot && in.rates.reclaim_notice_s > 0 && in.durable_s > in.rates.reclaim_notice_s) return true;
+  return in.train_s > 0 && sync.checkpoint_stall_s / in.train_s > ctx.cal.Get("checkpoint_async_min_stall_share");
+}
+}  // namespace
+
+bool FitsReclaimNotice(const CheckpointTarget* t, const EventRates& r) {
+  if (r.reclaim_notice_s <= 0) return true;
+  return t && (t->async || t->durable_s <= r.reclaim_notice_s);
+}
+
 RunOutcome PriceRun(const Context& ctx, const Setup& su, const Item& it, double train_s) {
   WallClockInputs in;
   in.train_s = train_s;
   in.startup_s = it.startup.Total();
   in.rates = it.rates;
   if (ctx.pinned("training.checkpoint_interval_min")) in.pinned_interval_s = ctx.job.training.checkpoint_interval_min * 60;
+  in.min_interval_s = ctx.cal.Get("checkpoint_interval_floor_s");
+  const bool spot = su.price_kind == "spot";
   RunOutcome best;
   bool have = false;
-  std::tuple<bool, bool, double, double, double> best_key;
+  std::tuple<bool, bool, bool, double, double, double> best_key;
   const int n = static_cast<int>(it.targets.size());
   for (int ti = (n == 0 ? -1 : 0); ti < n; ++ti) {
     const CheckpointTarget* t = ti >= 0 ? &it.targets[static_cast<size_t>(ti)] : nullptr;
+    if (t && t->async && !ctx.pinned("training.checkpoint_async") && !AsyncWorthIt(ctx, *t, in, spot)) continue;
     in.stall_s = t ? t->stall_s : 0;
     in.durable_s = t ? t->durable_s : 0;
     in.final_save_s = t ? t->final_save_s : 0;
@@ -78,10 +99,12 @@ RunOutcome PriceRun(const Context& ctx, const Setup& su, const Item& it, double 
     o.target = ti;
     o.score = Score(ctx.job.constraints.objective, o.wall.time_s, o.cost);
     if (!o.wall.converges) o.score = std::numeric_limits<double>::infinity();
-    // Order: converging first; on cost, a target whose capacity price is unknown (it would look
-    // free) after the priced ones; then the objective, time, cost.
+    // Order: converging first; on spot, a save that fits the reclaim notice (async or fast enough);
+    // on cost, a target whose capacity price is unknown (it would look free) after the priced ones;
+    // then the objective, time, cost.
+    const bool late = spot && !FitsReclaimNotice(t, in.rates);
     const bool unpriced = t && !t->usd_per_hour && ctx.job.constraints.objective != Objective::kTime;
-    const auto key = std::make_tuple(!o.wall.converges, unpriced, o.score, o.wall.time_s, o.cost.with_rerun_usd);
+    const auto key = std::make_tuple(!o.wall.converges, late, unpriced, o.score, o.wall.time_s, o.cost.with_rerun_usd);
     if (!have || key < best_key) {
       best = o;
       best_key = key;

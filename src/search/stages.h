@@ -131,6 +131,8 @@ void SearchItem(const Context& ctx, const LayoutSpace& space, const std::vector<
                 const std::vector<Variant>& variants, const std::vector<Item>& items, size_t item, SearchState& st);
 // §5 pricing at wall-clock for each checkpoint target; the best by the objective.
 RunOutcome PriceRun(const Context& ctx, const Setup& su, const Item& it, double train_s);
+// R§4 whether a save started on the spot reclaim notice is durable in time (async counts; on demand: true).
+bool FitsReclaimNotice(const CheckpointTarget* t, const EventRates& r);
 double Score(Objective o, double time_s, const CostBreakdown& c);
 // §5 ranking and the Pareto front.
 void Rank(const Context& ctx, const std::vector<Variant>& variants, const std::vector<Item>& items, std::vector<Candidate>& c);

@@ -554,6 +554,47 @@ parallel: {zero: 3}
 
 // ---- every engine ----
 
+// Issue 16 item 2: every engine that can carries the plan's checkpoint policy: the interval in
+// steps (interval / step time), the directory and async.
+TEST(ExportCheckpoints, EveryEngineCarriesTheIntervalDirectoryAndAsync) {
+  LaunchPlan p = MakePlan(With(k70b, "tp: 8, pp: 2, zero: 1, sequence_parallel: true"));
+  p.checkpoint_interval_s = 1800;  // 30 min at 1.5 s per step: 1200 steps
+  p.checkpoint_async = true;
+  p.checkpoint_target = "local NVMe -> aws-s3-standard";
+  auto a = MegatronArgs(Export(ExportFormat::kMegatron, p));
+  EXPECT_EQ(After(a, "--save"), "checkpoints");
+  EXPECT_EQ(After(a, "--save-interval"), "1200");
+  EXPECT_EQ(After(a, "--async-save"), "<switch>");
+  EXPECT_EQ(After(a, "--use-persistent-ckpt-worker"), "<switch>");
+  auto o = Overrides(Export(ExportFormat::kMegatron, p));
+  EXPECT_EQ(o["checkpoint.save_interval"], "1200");
+  EXPECT_EQ(o["checkpoint.async_save"], "true");
+  p.checkpoint_async = false;
+  a = MegatronArgs(Export(ExportFormat::kMegatron, p));
+  EXPECT_EQ(After(a, "--async-save"), "");
+  // torchtitan [checkpoint] (v0.2.x keys).
+  LaunchPlan t = MakePlan("model: {preset: llama-3-8b}\ntraining: {micro_batch: 1, global_batch: 64, seq_len: 8192, tokens: 1.0e9}\n"
+                          "cluster: {num_gpus: 8, gpus_per_node: 8}\nparallel: {zero: 3}\n");
+  t.checkpoint_interval_s = 600;
+  t.checkpoint_async = true;
+  const toml::table tt = Titan(Export(ExportFormat::kTorchtitan, t));
+  EXPECT_EQ(tt.at_path("checkpoint.enable").value_or(false), true);
+  EXPECT_EQ(I(tt, "checkpoint.interval"), 400);
+  EXPECT_EQ(S(tt, "checkpoint.async_mode"), "async");
+  EXPECT_EQ(S(tt, "checkpoint.folder"), "checkpoints");
+  // DeepSpeed: the config's _gpuplan block; an HF Trainer script gets --save_steps on its command line.
+  LaunchPlan d = MakePlan("model: {preset: llama-2-7b}\ntraining: {micro_batch: 2, global_batch: 64, seq_len: 2048, tokens: 1e9, "
+                          "framework: hf-trainer}\ncluster: {num_gpus: 8, gpus_per_node: 8}\nparallel: {zero: 3}\n");
+  d.checkpoint_interval_s = 900;
+  Files f = Export(ExportFormat::kDeepspeed, d);
+  const auto c = nlohmann::json::parse(f["ds_config.json"].content);
+  EXPECT_EQ(c["_gpuplan"]["checkpoint"]["save_steps"], 600);
+  EXPECT_EQ(c["_gpuplan"]["checkpoint"]["async"], false);
+  const auto w = LaunchWords(f, "dsck");
+  EXPECT_EQ(After(w, "--save_steps"), "600");
+  EXPECT_EQ(After(w, "--output_dir"), "checkpoints");
+}
+
 TEST(ExportEngines, EveryLaunchScriptParsesAndSourcesTheFabric) {
   const LaunchPlan p = MakePlan(With(k2x8, "zero: 3"));
   for (ExportFormat e : {ExportFormat::kDeepspeed, ExportFormat::kAccelerate, ExportFormat::kTorchrun, ExportFormat::kMegatron,

@@ -182,8 +182,8 @@ Job SeventyB(const std::string& extra = "") {
 // The checkpoint write follows from size and target; the chosen target is never slower than
 // another target of the same plan at the same or lower cost.
 TEST(Plan, CheckpointTargetIsChosenNotAssumed) {
-  auto full = PlanJob(SeventyB(), Cat(), Calibration::Builtin());
-  auto weights = PlanJob(SeventyB(", checkpoint_full_state: false"), Cat(), Calibration::Builtin());
+  auto full = PlanJob(SeventyB(", checkpoint_async: false"), Cat(), Calibration::Builtin());
+  auto weights = PlanJob(SeventyB(", checkpoint_full_state: false, checkpoint_async: false"), Cat(), Calibration::Builtin());
   ASSERT_TRUE(full.ok() && weights.ok());
   ASSERT_FALSE(full->plans.empty());
   ASSERT_FALSE(weights->plans.empty());
@@ -280,7 +280,7 @@ TEST(Plan, SamplesAndEpochsSizeTheRun) {
 // A built-in spot price far below what spot usually costs is planned at the floor, with a
 // warning; the user's own --catalog price is used as given.
 TEST(Plan, ImplausibleSpotPricesAreFlooredAndSaid) {
-  const double floor = Calibration::Builtin().Get("spot_price_ratio_min_plausible");
+  const double floor = Calibration::Builtin().Get("spot_price_ratio_default");
   Job j = MakeJob("model: {preset: llama-2-7b}\ntraining: {method: lora, seq_len: 2048, global_batch: 64, tokens: 1e9}\n"
                   "cluster: {gpu: b200-180gb}\nconstraints: {spot: only, clouds: [aws], max_gpus: 8}\n");
   auto r = PlanJob(j, Cat(), Calibration::Builtin());
@@ -333,5 +333,81 @@ TEST(Plan, TcpIsNotFreeForAPipelinedThirtyB) {
     }
   }
 }
+Catalog OnpremCatalog() {
+  CatalogOptions o;
+  o.override_files = {std::string(GPUPLAN_SOURCE_DIR) + "/examples/onprem-catalog.csv"};
+  auto c = LoadCatalog(o);
+  EXPECT_TRUE(c.ok()) << c.status().ToString();
+  return *c;
+}
+
+Job ExampleJob(const std::string& name, const std::string& interval_min = "") {
+  auto j = ParseJobFile(std::string(GPUPLAN_SOURCE_DIR) + "/examples/" + name);
+  EXPECT_TRUE(j.ok()) << j.status().ToString();
+  Job job = j.ok() ? *j : Job{};
+  if (!interval_min.empty()) EXPECT_TRUE(SetJobKey(job, "training.checkpoint_interval_min", interval_min, {"test", 0, ""}).ok());
+  EXPECT_TRUE(FinalizeJob(job).ok());
+  return job;
+}
+
+// Issue 16: every plan of these examples has a checkpoint target and an interval (the pinned one
+// when pinned), and carries it in its job for export.
+TEST(Plan, EveryPlanHasACheckpointTargetAndInterval) {
+  const Catalog onprem = OnpremCatalog();
+  for (const std::string pin : {"", "30"}) {
+    for (const auto& [name, cat] : std::vector<std::pair<std::string, const Catalog*>>{
+             {"7b-lora-one-card.yaml", &Cat()}, {"onprem-7b-full.yaml", &onprem}, {"13b-full-finetune-1node.yaml", &Cat()}}) {
+      auto r = PlanJob(ExampleJob(name, pin), *cat, Calibration::Builtin());
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      ASSERT_FALSE(r->plans.empty()) << name << ": " << r->relax;
+      for (const auto& p : r->plans) {
+        ASSERT_TRUE(p.storage.target) << name << " " << p.instance.id;
+        EXPECT_GT(p.wall.interval_s, 0) << name << " " << p.instance.id;
+        if (!pin.empty()) {
+          EXPECT_EQ(p.wall.interval_s, 1800) << name << " " << p.instance.id;
+          EXPECT_EQ(p.job.training.checkpoint_interval_min, 30);
+        }
+        if (name == "onprem-7b-full.yaml") EXPECT_EQ(p.startup.provision_s, 0) << "owned machines boot nothing";
+      }
+    }
+  }
+}
+
+// Item 7: spot plans of the 70B example save within the reclaim notice or asynchronously, and
+// checkpoint at least every 4 h.
+TEST(Plan, SpotPlansSaveWithinTheNoticeAndOften) {
+  Job j = ExampleJob("70b-full-finetune.yaml");
+  j.constraints.spot = SpotPolicy::kAllowed;
+  j.set_keys["constraints.spot"] = {"test", 0, ""};
+  auto r = PlanJob(j, Cat(), Calibration::Builtin());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  int spot = 0;
+  for (const auto& p : r->plans) {
+    if (p.cost.price_kind != "spot") continue;
+    ++spot;
+    ASSERT_TRUE(p.storage.target) << p.instance.id;
+    const CheckpointTarget& t = *p.storage.target;
+    EXPECT_TRUE(t.async || t.durable_s <= 120) << p.instance.id << " " << t.id;
+    EXPECT_LE(p.wall.interval_s, 4 * 3600) << p.instance.id;
+  }
+  EXPECT_GT(spot, 0);
+}
+
+// --spot-price-ratio prices every spot setup at that share of on-demand.
+TEST(Plan, PinnedSpotPriceRatio) {
+  Job j = MakeJob("model: {preset: llama-2-7b}\ntraining: {method: lora, seq_len: 2048, global_batch: 64, tokens: 1e9}\n"
+                  "constraints: {spot: only, clouds: [aws], max_gpus: 8, spot_price_ratio: 0.3}\n");
+  auto r = PlanJob(j, Cat(), Calibration::Builtin());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_FALSE(r->plans.empty());
+  int checked = 0;
+  for (const auto& p : r->plans) {
+    if (!p.instance.on_demand_usd_per_hour) continue;  // no on-demand price: the catalog's spot price stands
+    ++checked;
+    EXPECT_NEAR(p.cost.price_per_node_hour, 0.3 * *p.instance.on_demand_usd_per_hour, 1e-9) << p.instance.id;
+  }
+  EXPECT_GT(checked, 0);
+}
+
 }  // namespace
 }  // namespace gpuplan

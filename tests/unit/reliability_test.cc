@@ -156,5 +156,105 @@ TEST(Startup, WeightsAndDatasetAtTheStoreRate) {
   EXPECT_GT(s.Total(), s.weights_s + s.dataset_s);
 }
 
+// Issue 16 item 2: where the catalog has no write rate, the instance row's local NVMe (then an
+// upload where the provider has an object store), else the object store, else the instance's
+// disk, all flagged assumed; never no target.
+TEST(CheckpointTargets, UnknownWriteRatesFallBackToTheInstanceRow) {
+  const Calibration& cal = Calibration::Builtin();
+  CheckpointTargetInputs gcp;
+  gcp.provider = "gcp";
+  gcp.nodes = 2;
+  gcp.gpus = 16;
+  gcp.local_nvme_bytes = 6e12;
+  auto ts = CheckpointTargets(Sizes(1e12), gcp, Cat(), cal);
+  ASSERT_EQ(ts.size(), 1u);
+  EXPECT_EQ(ts[0].kind, "local-nvme+upload");
+  EXPECT_TRUE(ts[0].assumed);
+  EXPECT_NEAR(ts[0].stall_s, 1e12 / (2 * cal.Get("local_nvme_write_bytes_per_s_per_node")), 1e-6);
+  EXPECT_NEAR(ts[0].durable_s - ts[0].stall_s, 1e12 / (2 * cal.Get("object_store_write_bytes_per_s_per_node_assumed")), 1e-6);
+  gcp.local_nvme_bytes.reset();  // no local NVMe: the object store at the assumed rate
+  ts = CheckpointTargets(Sizes(1e12), gcp, Cat(), cal);
+  ASSERT_EQ(ts.size(), 1u);
+  EXPECT_EQ(ts[0].kind, "object");
+  EXPECT_TRUE(ts[0].assumed);
+  CheckpointTargetInputs onprem;  // no object store: local NVMe, kept on the node
+  onprem.provider = "onprem-lab";
+  onprem.local_nvme_bytes = 15e12;
+  ts = CheckpointTargets(Sizes(1e11), onprem, Cat(), cal);
+  ASSERT_EQ(ts.size(), 1u);
+  EXPECT_EQ(ts[0].kind, "local-nvme");
+  EXPECT_TRUE(ts[0].node_local);
+  onprem.local_nvme_bytes.reset();  // nothing in the row: the instance's disk
+  ts = CheckpointTargets(Sizes(1e11), onprem, Cat(), cal);
+  ASSERT_EQ(ts.size(), 1u);
+  EXPECT_EQ(ts[0].kind, "instance-disk");
+  EXPECT_NEAR(ts[0].stall_s, 1e11 / cal.Get("instance_disk_write_bytes_per_s_assumed"), 1e-6);
+  // A provider with a known write rate keeps its sourced targets, none assumed.
+  CheckpointTargetInputs aws;
+  aws.provider = "aws";
+  for (const auto& t : CheckpointTargets(Sizes(1e11), aws, Cat(), cal)) EXPECT_FALSE(t.assumed) << t.id;
+}
+
+// R§3: the planner may save asynchronously; an async copy stalls less and is durable later.
+TEST(CheckpointTargets, AsyncCopiesStallLessAndAreDurableLater) {
+  CheckpointTargetInputs in;
+  in.provider = "aws";
+  in.nodes = 4;
+  in.gpus = 32;
+  in.local_nvme_bytes = 30e12;
+  in.host_bytes_per_s = 25e9;
+  in.choose_async = true;
+  const auto ts = CheckpointTargets(Sizes(1e12), in, Cat(), Calibration::Builtin());
+  int async = 0;
+  for (const auto& t : ts) {
+    if (!t.async) continue;
+    ++async;
+    EXPECT_LT(t.stall_s, t.sync_stall_s) << t.id;
+    EXPECT_NEAR(t.stall_s, 1e12 / 32 / 25e9, 1e-9);
+    EXPECT_GT(t.durable_s, t.sync_stall_s);
+  }
+  EXPECT_GT(async, 0);
+}
+
+// Item 7: spot rates of AWS and GCP are of one order (the advisor's bands read per day-long run,
+// as GCP publishes its rate), a pinned rate replaces the data, and each provider has its notice.
+TEST(EventRates, SpotRatesNoticeAndPinnedRate) {
+  const Calibration& cal = Calibration::Builtin();
+  const EventRates aws = LookupEventRates("aws", "hopper", true, 32, 4, 900, cal);
+  const EventRates gcp = LookupEventRates("gcp", "hopper", true, 32, 4, 900, cal);
+  EXPECT_LT(std::max(aws.interruptions_per_s, gcp.interruptions_per_s) / std::min(aws.interruptions_per_s, gcp.interruptions_per_s), 3);
+  EXPECT_EQ(aws.reclaim_notice_s, 120);
+  EXPECT_EQ(gcp.reclaim_notice_s, 30);
+  EXPECT_EQ(LookupEventRates("vast", "ada", true, 1, 1, 900, cal).reclaim_notice_s, cal.Get("spot_reclaim_notice_s.default"));
+  EXPECT_EQ(LookupEventRates("aws", "hopper", false, 32, 4, 900, cal).reclaim_notice_s, 0);
+  const EventRates pinned = LookupEventRates("aws", "hopper", true, 32, 4, 900, cal, 0.02);
+  EXPECT_NEAR(pinned.interruptions_per_s, 0.02 * 4 / 3600, 1e-15);
+  EXPECT_EQ(pinned.interruption_source, "constraints.spot_interruptions_per_node_hour");
+}
+
+// Item 11: owned or already running machines provision nothing; clouds take the data's 600 s.
+TEST(Startup, OwnedMachinesProvisionNothing) {
+  const Calibration& cal = Calibration::Builtin();
+  StartupInputs in;
+  in.provider = "aws";
+  EXPECT_EQ(EstimateStartup(in, cal).provision_s, cal.Get("startup_provision_s"));
+  in.provider = "onprem";
+  EXPECT_EQ(EstimateStartup(in, cal).provision_s, 0);
+  in.provider = "lambda";
+  in.owned = true;
+  EXPECT_EQ(EstimateStartup(in, cal).provision_s, 0);
+}
+
+// A pinned interval is the policy as given, even past the end of a short run.
+TEST(WallClock, PinnedIntervalIsKept) {
+  WallClockInputs in;
+  in.train_s = 600;
+  in.stall_s = in.durable_s = 5;
+  in.pinned_interval_s = 1800;
+  const WallClock w = ComputeWallClock(in);
+  EXPECT_EQ(w.interval_s, 1800);
+  EXPECT_EQ(w.checkpoints, 0);
+}
+
 }  // namespace
 }  // namespace gpuplan

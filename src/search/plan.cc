@@ -190,6 +190,7 @@ Result<PlanResult> PlanJob(const Job& job_in, const Catalog& catalog, const Cali
   ctx.headroom = headroom.fraction;
   out.memory_headroom_source = headroom.source;
   out.memory_headroom = ctx.headroom;
+  ctx.today = options.today.empty() ? TodayUtcIso() : options.today;
   const bool lora = IsAdapterMethod(job.training.method);
   ctx.mflops = ModelFlopsPerToken(job.arch, job.training.seq_len, lora);
 

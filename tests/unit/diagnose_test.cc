@@ -122,7 +122,7 @@ TEST(Diagnose, Bf16NanPutsDataAndBadMemoryBeforeOverflow) {
   EXPECT_LT(rank("gpu_memory_errors"), rank("fp16_overflow"));
   EXPECT_NE(d.causes[static_cast<size_t>(rank("gpu_memory_errors"))].confirm.find("ECC"), std::string::npos);
   // In fp16 overflow stays first.
-  const Diagnosis d16 = DiagnoseJob(MakeJob("model: {preset: llama-3-8b}\ntraining: {precision: fp16}\ncluster: {gpu: v100-sxm2-32gb, num_gpus: 8}\nparallel: {zero: 3}\n"), o);
+  const Diagnosis d16 = DiagnoseJob(MakeJob("model: {preset: llama-3-8b}\ntraining: {precision: fp16}\ncluster: {gpu: v100-sxm-32gb, num_gpus: 8}\nparallel: {zero: 3}\n"), o);
   ASSERT_FALSE(d16.causes.empty());
   EXPECT_EQ(d16.causes[0].id, "fp16_overflow");
 }

@@ -88,7 +88,7 @@ TEST(Margin, MemorySaysAFitInsideTheErrorMargin) {
   auto gpu = Cat().FindGpu("rtx4090-24gb");
   ASSERT_TRUE(gpu.ok());
   bool seen_inside = false, seen_clear = false;
-  for (const std::string model : {"gpt2", "gpt3-1.3b"})
+  for (const std::string model : {"gpt2", "gpt-neo-1.3b"})
   for (int seq : {256, 512, 1024, 2048}) {
     Job j = MakeJob("model: {preset: " + model + "}\ntraining: {method: full, seq_len: " + std::to_string(seq) +
                     ", micro_batch: 1, global_batch: 8}\ncluster: {gpu: rtx4090-24gb, num_gpus: 1}\n");

@@ -8,7 +8,7 @@
 #include "gpuplan/error_bands.h"
 #include "gpuplan/plan.h"
 #include "gpuplan/report.h"
-#include "test_util.h"
+#include "../test_util.h"
 
 namespace gpuplan {
 namespace {

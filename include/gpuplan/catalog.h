@@ -62,6 +62,9 @@ struct InstanceSpec {
   std::string fx_date;                          // date of the exchange rate ("" = none)
   std::string region, price_date, source, notes;
   std::string spot_price_date = "undated";      // date of spot_usd_per_hour, separate from price_date
+  // Owned or reserved machines of this row (column nodes_available, optional): the planner never
+  // uses more nodes than this. nullopt = a cloud type, rented as many as needed.
+  std::optional<int64_t> nodes_available;
   Location where;
 };
 
@@ -122,5 +125,11 @@ struct CatalogOptions {
 
 // The built-in catalog plus overrides. Every bad row is an error with file:line: column.
 Result<Catalog> LoadCatalog(const CatalogOptions& options = {});
+
+// Days from a catalog price date ("YYYY-MM-DD", or "YYYY-MM" read as the month's first day) to
+// `today_iso` ("YYYY-MM-DD"); nullopt when either is not such a date ("undated", "unknown").
+std::optional<int64_t> PriceAgeDays(const std::string& price_date, const std::string& today_iso);
+// Today's date in UTC, "YYYY-MM-DD", from the system clock.
+std::string TodayUtcIso();
 
 }  // namespace gpuplan

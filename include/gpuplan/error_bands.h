@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gpuplan/calibration.h"
 #include "gpuplan/job.h"
 #include "gpuplan/status.h"
 
@@ -39,10 +40,10 @@ class ErrorBands {
   // shipped file is malformed (unit-tested).
   static const ErrorBands& Builtin();
   static Result<ErrorBands> Parse(std::string_view text, const std::string& file_name);
-  // The nearest group with at least kMinBandRows runs of `kind`: framework x family x method, then
+  // The nearest group with at least `min_rows` runs of `kind`: framework x family x method, then
   // framework x method, then method, then all runs. An empty family skips the first level.
   std::optional<ErrorBand> Nearest(const std::string& kind, const std::string& framework, const std::string& gpu_family,
-                                   const std::string& method) const;
+                                   const std::string& method, int min_rows = kMinBandRows) const;
   const std::vector<ErrorBand>& bands() const { return bands_; }
   void Add(ErrorBand b) { bands_.push_back(std::move(b)); }
 
@@ -55,8 +56,30 @@ class ErrorBands {
 struct ExpectedError {
   std::optional<ErrorBand> throughput;  // step time / tokens per second
   std::optional<ErrorBand> memory;      // peak memory per GPU
+  // What was asked: the job's framework and GPU family (empty = not known; then no band is
+  // called borrowed). Default: empty.
+  std::string framework, gpu_family;
 };
+
+// True when `band` was measured on other frameworks or (with a known family) other GPU families
+// than the job's: printed as "no validation for this family", never as a ± figure.
+bool BandIsBorrowed(const ErrorBand& band, const std::string& framework, const std::string& gpu_family);
 ExpectedError ExpectedErrorFor(const Job& job, const std::string& gpu_family, const ErrorBands& bands = ErrorBands::Builtin());
+
+// The memory headroom a layout must leave free (docs/model/memory.md "The margin"): the user's
+// constraints.min_memory_headroom when set; else the p90 under-prediction (signed error: an
+// over-predicted run needs none) of the nearest memory group with at least
+// memory_headroom_min_rows runs (calibration; falling back to the method's pooled band, then all
+// runs), capped at memory_headroom_max; else memory_model_error_margin.
+struct MemoryHeadroom {
+  double fraction = 0;            // of GPU memory kept free
+  std::string source;             // for users: where the fraction came from
+  std::optional<ErrorBand> band;  // the group used, when one was
+  bool capped = false;            // the band's p90 under-prediction exceeded memory_headroom_max
+  bool user_set = false;          // constraints.min_memory_headroom
+};
+MemoryHeadroom MemoryHeadroomFor(const Job& job, const std::string& gpu_family, const Calibration& cal,
+                                 const ErrorBands& bands = ErrorBands::Builtin());
 
 // The CSV text of `bands` (the header Parse reads).
 std::string ErrorBandsToCsv(const std::vector<ErrorBand>& bands);

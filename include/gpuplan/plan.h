@@ -100,6 +100,7 @@ struct PlanOptions {
   int threads = 2;                       // Default: 2 (both cores of the reference machine).
   std::atomic<int64_t>* progress = nullptr;  // Default: none (candidates done, for a progress bar).
   int64_t* progress_total = nullptr;     // Default: none (set before the search starts).
+  std::string today;                     // Default: "" = the system clock's date (UTC), YYYY-MM-DD; for price ages.
 };
 
 // "tp2 pp4x10 dp32 z1 offload:optimizer": the plan table's layout column (and every artefact's header).

@@ -27,10 +27,16 @@ struct MemoryReport {
   GpuSpec gpu;
   MemoryBreakdown memory;
   std::vector<MemorySuggestion> suggestions;
-  bool fits = false;
+  bool fits = false;           // total <= the GPU's capacity
+  MemoryHeadroom headroom;     // the margin `plan` keeps free (MemoryHeadroomFor)
+  bool inside_margin = false;  // fits, but above capacity x (1 - headroom): `plan` rejects this layout
 };
 
-// The breakdown, the fit against the GPU's capacity and the saving steps, in one place.
+// "DOES NOT FIT", "fits, but inside the model's error (plan needs >= 20% free)" or "fits".
+std::string MemoryFitWords(const MemoryReport& r);
+
+// The breakdown, the fit against the GPU's capacity and the margin `plan` keeps (the saving steps
+// fit within that margin), in one place.
 MemoryReport BuildMemoryReport(const Job& job, const GpuSpec& gpu, const Calibration& cal);
 nlohmann::json MemoryToJson(const MemoryReport& r);
 std::string MemoryToText(const MemoryReport& r, bool markdown);

@@ -36,6 +36,8 @@ constexpr KeyRule kRules[] = {
     {"restart_overhead_s", {0, 1e7}},
     {"memory_model_error_margin", {0, 0.95}},
     {"memory_headroom_max", {0, 0.95}},  // the usable memory is (1 - margin) x the GPU's
+    {"memory_headroom_min_rows", {1, 1e6}, true},
+    {"price_max_age_days", {1, 1e5}},
     {"startup_provision_s", {0, 1e7}},
     {"startup_provision_s.", {0, 1e7}},
     {"startup_image_bytes", {0, 1e15}},

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <unordered_map>
 
@@ -176,6 +178,9 @@ Result<InstanceSpec> ReadInstance(const CsvRecord& r) {
   i.price_date = r.Str("price_date");
   const std::string spot_date = r.Str("spot_price_date");
   if (!spot_date.empty() && spot_date != "unknown") i.spot_price_date = spot_date;
+  auto nodes = r.OptInteger("nodes_available", 1, 1'000'000);
+  if (!nodes.ok()) return nodes.status();
+  i.nodes_available = *nodes;
   i.source = r.Str("source");
   i.notes = r.Str("notes");
   i.where = r.Where("");
@@ -439,6 +444,37 @@ Result<Catalog> LoadCatalog(const CatalogOptions& options) {
   }
   GPUPLAN_RETURN_IF_ERROR(CheckReferences(c));
   return c;
+}
+
+namespace {
+std::optional<std::chrono::sys_days> ParseIsoDay(const std::string& s) {
+  int y = 0;
+  unsigned m = 0, d = 1;
+  char tail = 0;
+  if (s.size() == 10 && std::sscanf(s.c_str(), "%4d-%2u-%2u%c", &y, &m, &d, &tail) == 3) {
+  } else if (s.size() == 7 && std::sscanf(s.c_str(), "%4d-%2u%c", &y, &m, &tail) == 2) {
+    d = 1;
+  } else {
+    return std::nullopt;
+  }
+  const std::chrono::year_month_day ymd{std::chrono::year{y}, std::chrono::month{m}, std::chrono::day{d}};
+  if (!ymd.ok()) return std::nullopt;
+  return std::chrono::sys_days{ymd};
+}
+}  // namespace
+
+std::optional<int64_t> PriceAgeDays(const std::string& price_date, const std::string& today_iso) {
+  const auto from = ParseIsoDay(price_date), to = ParseIsoDay(today_iso);
+  if (!from || !to) return std::nullopt;
+  return static_cast<int64_t>((*to - *from).count());
+}
+
+std::string TodayUtcIso() {
+  const std::chrono::year_month_day ymd{std::chrono::floor<std::chrono::days>(std::chrono::system_clock::now())};
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%04d-%02u-%02u", static_cast<int>(ymd.year()), static_cast<unsigned>(ymd.month()),
+                static_cast<unsigned>(ymd.day()));
+  return buf;
 }
 
 }  // namespace gpuplan

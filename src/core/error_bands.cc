@@ -1,6 +1,7 @@
 // data/error_bands.csv: the validated error by group, and the nearest-group lookup.
 #include "gpuplan/error_bands.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -76,7 +77,7 @@ const ErrorBands& ErrorBands::Builtin() {
 }
 
 std::optional<ErrorBand> ErrorBands::Nearest(const std::string& kind, const std::string& framework,
-                                             const std::string& gpu_family, const std::string& method) const {
+                                             const std::string& gpu_family, const std::string& method, int min_rows) const {
   struct Level { std::string fw, fam, m; };
   std::vector<Level> levels;
   if (!gpu_family.empty()) levels.push_back({framework, gpu_family, method});
@@ -85,13 +86,44 @@ std::optional<ErrorBand> ErrorBands::Nearest(const std::string& kind, const std:
   levels.push_back({"*", "*", "*"});
   for (const auto& l : levels)
     for (const auto& b : bands_)
-      if (b.kind == kind && b.framework == l.fw && b.gpu_family == l.fam && b.method == l.m && b.rows >= kMinBandRows) return b;
+      if (b.kind == kind && b.framework == l.fw && b.gpu_family == l.fam && b.method == l.m && b.rows >= min_rows) return b;
   return std::nullopt;
 }
 
 ExpectedError ExpectedErrorFor(const Job& job, const std::string& gpu_family, const ErrorBands& bands) {
   const std::string fw = ToString(job.training.framework), method = ToString(job.training.method);
-  return {bands.Nearest("throughput", fw, gpu_family, method), bands.Nearest("memory", fw, gpu_family, method)};
+  return {bands.Nearest("throughput", fw, gpu_family, method), bands.Nearest("memory", fw, gpu_family, method), fw, gpu_family};
+}
+
+bool BandIsBorrowed(const ErrorBand& band, const std::string& framework, const std::string& gpu_family) {
+  if (framework.empty()) return false;
+  return band.framework != framework || (!gpu_family.empty() && band.gpu_family != gpu_family);
+}
+
+MemoryHeadroom MemoryHeadroomFor(const Job& job, const std::string& gpu_family, const Calibration& cal, const ErrorBands& bands) {
+  MemoryHeadroom h;
+  if (job.IsSet("constraints.min_memory_headroom")) {
+    h.fraction = job.constraints.min_memory_headroom;
+    h.source = "constraints.min_memory_headroom";
+    h.user_set = true;
+    return h;
+  }
+  const int min_rows = static_cast<int>(cal.Get("memory_headroom_min_rows"));
+  h.band = bands.Nearest("memory", ToString(job.training.framework), gpu_family, ToString(job.training.method), min_rows);
+  if (!h.band) {
+    h.fraction = cal.Get("memory_model_error_margin");
+    h.source = "the memory model's p90 error over all validated runs (no memory group with " + std::to_string(min_rows) +
+               " or more runs; docs/validation.md)";
+    return h;
+  }
+  const double cap = cal.Get("memory_headroom_max");
+  h.capped = h.band->p90_under > cap;
+  h.fraction = std::min(h.band->p90_under, cap);
+  char buf[300];
+  std::snprintf(buf, sizeof buf, "p90 under-prediction %.0f%% on %d validated runs (%s)%s", 100 * h.band->p90_under, h.band->rows,
+                h.band->Group().c_str(), h.capped ? (", capped at " + std::to_string(static_cast<int>(100 * cap + 0.5)) + "%").c_str() : "");
+  h.source = buf;
+  return h;
 }
 
 std::string ErrorBandsToCsv(const std::vector<ErrorBand>& bands) {

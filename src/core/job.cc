@@ -813,6 +813,14 @@ Status FinalizeJob(Job& job) {
                    " needs " + std::to_string(GradAccumSteps(job)) + " micro-steps (make global_batch = micro_batch x dp)");
   if (t.optimizer_in_backward && p.offload != Offload::kNone)
     return Bad(loc("training.optimizer_in_backward"), "the optimizer step in backward runs on the GPU; it does not combine with parallel.offload=" + ToString(p.offload));
+  // DeepSpeed offloads ZeRO-partitioned states: offload_optimizer needs stage >= 1, offload_param
+  // stage 3 (docs.deepspeed.ai, ZeRO config "offload_optimizer" / "offload_param").
+  if (p.offload == Offload::kOptimizer && p.zero < 1)
+    return Bad(loc("parallel.offload"), "optimizer offload needs ZeRO >= 1 (DeepSpeed offloads the ZeRO-partitioned optimizer states; "
+                                        "parallel.zero is 0): set parallel.zero: 1, 2 or 3, or parallel.offload: none");
+  if (p.offload == Offload::kOptimizerParams && p.zero != 3)
+    return Bad(loc("parallel.offload"), "parameter offload needs ZeRO 3 (DeepSpeed offload_param; parallel.zero is " + std::to_string(p.zero) +
+                                            "): set parallel.zero: 3, or parallel.offload: optimizer");
   return Status::Ok();
 }
 

@@ -175,7 +175,7 @@ std::string EstimateToText(const EstimateReport& r, bool md) {
   if (!r.hw.efficiency_note.empty()) out += "\nnote: " + r.hw.efficiency_note + "\n";
   out += "\n" + ExpectedErrorLine(ExpectedErrorFor(j, r.hw.gpu.family)) + "\n";
   out += "\nbottleneck: " + r.bottleneck + "\n\nmemory per GPU: " + FormatGiB(r.memory.memory.total_bytes) + " GiB of " +
-         FormatGiB(r.memory.gpu.memory_bytes) + " GiB (" + (r.memory.fits ? "fits" : "DOES NOT FIT") +
+         FormatGiB(r.memory.gpu.memory_bytes) + " GiB (" + MemoryFitWords(r.memory) +
          "); 'gpuplan memory' with the same arguments breaks it down\n";
   return out;
 }

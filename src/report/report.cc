@@ -118,10 +118,15 @@ nlohmann::json JobToJson(const Job& job) {
 }
 
 std::string ExpectedErrorLine(const ExpectedError& e) {
-  auto part = [](const char* what, const std::optional<ErrorBand>& b) {
+  auto part = [&e](const char* what, const std::optional<ErrorBand>& b) {
     char buf[400];
     if (!b) {
       std::snprintf(buf, sizeof buf, "%s: no validated group with %d or more runs", what, kMinBandRows);
+    } else if (BandIsBorrowed(*b, e.framework, e.gpu_family)) {
+      // A band measured on other GPU families or frameworks says nothing about this one (issue: a
+      // ± figure from elsewhere reads as validation it is not).
+      std::snprintf(buf, sizeof buf, "%s: no validation for this family (%s%s%s; nearest group %s, %d runs)", what,
+                    e.framework.c_str(), e.gpu_family.empty() ? "" : " on ", e.gpu_family.c_str(), b->Group().c_str(), b->rows);
     } else {
       std::snprintf(buf, sizeof buf, "%s ±%.0f%% (p90 of %d validated runs: %s; mean %+.0f%%)", what, 100 * b->p90_abs, b->rows,
                     b->Group().c_str(), 100 * b->mean_signed);
@@ -132,9 +137,9 @@ std::string ExpectedErrorLine(const ExpectedError& e) {
 }
 
 nlohmann::json ExpectedErrorToJson(const ExpectedError& e) {
-  auto band = [](const std::optional<ErrorBand>& b) -> nlohmann::json {
+  auto band = [&e](const std::optional<ErrorBand>& b) -> nlohmann::json {
     if (!b) return nullptr;
-    return {{"p90_abs", b->p90_abs}, {"median_abs", b->median_abs}, {"mean_signed", b->mean_signed},
+    return {{"p90_abs", b->p90_abs}, {"borrowed", BandIsBorrowed(*b, e.framework, e.gpu_family)}, {"median_abs", b->median_abs}, {"mean_signed", b->mean_signed},
             {"p90_under", b->p90_under}, {"rows", b->rows},
             {"group", b->Group()}, {"framework", b->framework}, {"gpu_family", b->gpu_family}, {"method", b->method}};
   };
@@ -144,8 +149,19 @@ nlohmann::json ExpectedErrorToJson(const ExpectedError& e) {
 MemoryReport BuildMemoryReport(const Job& job, const GpuSpec& gpu, const Calibration& cal) {
   MemoryReport r{job, gpu, EstimateMemory(job, cal), {}, false};
   r.fits = r.memory.total_bytes <= gpu.memory_bytes;
-  r.suggestions = SuggestMemorySavings(job, gpu.memory_bytes, cal);
+  r.headroom = MemoryHeadroomFor(job, gpu.family, cal);
+  const double usable_bytes = gpu.memory_bytes * (1 - r.headroom.fraction);
+  r.inside_margin = r.fits && r.memory.total_bytes > usable_bytes;
+  r.suggestions = SuggestMemorySavings(job, usable_bytes, cal);
   return r;
+}
+
+std::string MemoryFitWords(const MemoryReport& r) {
+  if (!r.fits) return "DOES NOT FIT";
+  if (!r.inside_margin) return "fits";
+  char buf[120];
+  std::snprintf(buf, sizeof buf, "fits, but inside the model's error (plan needs >= %.0f%% free)", 100 * r.headroom.fraction);
+  return buf;
 }
 
 nlohmann::json MemoryToJson(const MemoryReport& r) {
@@ -172,10 +188,31 @@ nlohmann::json MemoryToJson(const MemoryReport& r) {
       {"items", items},
       {"gpu", {{"id", r.gpu.id}, {"capacity_bytes", r.gpu.memory_bytes}}},
       {"fits", r.fits},
+      {"fits_with_margin", r.fits && !r.inside_margin},
+      {"margin", {{"fraction", r.headroom.fraction}, {"source", r.headroom.source},
+                  {"usable_bytes", r.gpu.memory_bytes * (1 - r.headroom.fraction)}}},
       {"headroom_bytes", r.gpu.memory_bytes - m.total_bytes},
       {"suggestions", sugg},
   };
 }
+
+namespace {
+// The margin `plan` keeps free, and what it means for this job (docs/model/memory.md "The margin").
+std::string MemoryMarginLine(const MemoryReport& r) {
+  const double usable_bytes = r.gpu.memory_bytes * (1 - r.headroom.fraction);
+  char buf[600];
+  if (r.inside_margin) {
+    std::snprintf(buf, sizeof buf,
+                  "%s: `gpuplan plan` keeps %.0f%% free (%s GiB usable), so it would not pick this layout\n"
+                  "  margin: %s\n  a run may still fit; set constraints.min_memory_headroom to plan with less margin at your own risk\n",
+                  MemoryFitWords(r).c_str(), 100 * r.headroom.fraction, FormatGiB(usable_bytes).c_str(), r.headroom.source.c_str());
+  } else {
+    std::snprintf(buf, sizeof buf, "margin: %.0f%% kept free by `gpuplan plan` (%s GiB usable): %s\n", 100 * r.headroom.fraction,
+                  FormatGiB(usable_bytes).c_str(), r.headroom.source.c_str());
+  }
+  return buf;
+}
+}  // namespace
 
 std::string MemoryToText(const MemoryReport& r, bool md) {
   const MemoryBreakdown& m = r.memory;
@@ -204,12 +241,14 @@ std::string MemoryToText(const MemoryReport& r, bool md) {
   if (m.host_bytes > 0) out += "host memory for offload: " + FormatGiB(m.host_bytes) + " GiB per GPU\n";
   const double head = r.gpu.memory_bytes - m.total_bytes;
   std::snprintf(buf, sizeof buf, "%s: %s GiB of %s GiB on %s (%s GiB %s, %.0f%%)\n",
-                r.fits ? "FITS" : "DOES NOT FIT", FormatGiB(m.total_bytes).c_str(),
+                r.fits ? (r.inside_margin ? "FITS INSIDE THE MODEL'S ERROR" : "FITS") : "DOES NOT FIT", FormatGiB(m.total_bytes).c_str(),
                 FormatGiB(r.gpu.memory_bytes).c_str(), r.gpu.id.c_str(), FormatGiB(std::fabs(head)).c_str(),
-                head >= 0 ? "headroom" : "over", 100.0 * std::fabs(head) / r.gpu.memory_bytes);
+                head >= 0 ? "free" : "over", 100.0 * std::fabs(head) / r.gpu.memory_bytes);
   out += buf;
+  out += MemoryMarginLine(r);
   if (!r.suggestions.empty()) {
-    out += r.fits ? "\nfurther savings, in order of cost:\n" : "\nmemory-saving steps, in order of cost (each applied alone):\n";
+    out += r.fits && !r.inside_margin ? "\nfurther savings, in order of cost:\n"
+                                      : "\nmemory-saving steps, in order of cost (each applied alone; fits = within the margin):\n";
     std::vector<std::vector<std::string>> srows;
     for (const auto& s : r.suggestions)
       srows.push_back({s.step, FormatGiB(s.saved_bytes), FormatGiB(s.total_bytes), s.fits ? "yes" : "no",

@@ -192,6 +192,11 @@ Plan Describe(const Context& ctx, const std::vector<Setup>& setups, const std::v
   HostChecks(ctx, su, hw, p);
   if (it.nodes > 1) NetworkNeeds(ctx, su, hw, p);
   SpotWarnings(ctx, su, p);
+  // A price older than price_max_age_days (calibration) may no longer be what the provider charges.
+  if (const auto age_days = PriceAgeDays(su.price_date, ctx.today); age_days && *age_days > ctx.cal.Get("price_max_age_days"))
+    p.warnings.push_back("price dated " + su.price_date +
+                         Fmt(" is %.0f months old: recheck the provider's price page (cost and ranking use it as listed)",
+                             static_cast<double>(*age_days) / 30.44));
   if (su.price_kind == "capacity-block")
     p.warnings.push_back("capacity block: booked ahead for " + std::to_string(p.nodes) + " nodes and billed in whole " +
                          Fmt("%.0f h increments (%.0f h billed for the run); the wait until the block starts is not in the wall-clock",

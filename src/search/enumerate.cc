@@ -231,8 +231,14 @@ std::vector<Item> EnumerateItems(const Context& ctx, const std::vector<Setup>& s
   for (size_t vi = 0; vi < variants.size(); ++vi) {
     const Setup& su = setups[variants[vi].setup];
     const int64_t per = su.inst.gpu_count;
-    const int64_t max_nodes = su.multi_node_ok ? con.max_gpus / per : std::min<int64_t>(1, con.max_gpus / per);
+    int64_t max_nodes = su.multi_node_ok ? con.max_gpus / per : std::min<int64_t>(1, con.max_gpus / per);
     if (!su.multi_node_ok && con.max_gpus / per > 1) rejects.Add("network_unknown", "multi-node skipped: instance network unknown");
+    // Owned or reserved machines: never more nodes than the row has (docs/model/planner.md).
+    if (su.inst.nodes_available && *su.inst.nodes_available < max_nodes) {
+      rejects.Add("nodes_available", "more nodes skipped: " + su.inst.id + " has nodes_available=" +
+                                         std::to_string(*su.inst.nodes_available) + " (owned or reserved machines)");
+      max_nodes = *su.inst.nodes_available;
+    }
     if (con.max_gpus < per) rejects.Add("max_gpus", "instance skipped: more GPUs per node than constraints.max_gpus");
     for (int64_t n : NodeCounts(max_nodes)) {
       if (ctx.pinned("cluster.num_gpus") && n * per != ctx.job.cluster.num_gpus) continue;

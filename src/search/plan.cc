@@ -170,13 +170,11 @@ void Relax(const Job& job, const Catalog& catalog, const Calibration& cal, const
   if (r.empty()) r = "deadline and budget are each reachable but not together: relax either (see the fastest and cheapest plans with one of them removed)";
   out.relax = r;
 }
-// The default headroom's band: the memory band of the job's nearest validated group, on the
-// pinned GPU's family (any family when the GPU is open).
-std::optional<ErrorBand> DefaultHeadroomBand(const Job& job, const Catalog& catalog) {
-  std::string family;
+// The headroom's GPU family: the pinned GPU's (any family when the GPU is open).
+std::string HeadroomFamily(const Job& job, const Catalog& catalog) {
   if (job.IsSet("cluster.gpu"))
-    if (auto g = catalog.FindGpu(job.cluster.gpu); g.ok()) family = g->family;
-  return ExpectedErrorFor(job, family).memory;
+    if (auto g = catalog.FindGpu(job.cluster.gpu); g.ok()) return g->family;
+  return "";
 }
 }  // namespace
 
@@ -186,25 +184,13 @@ Result<PlanResult> PlanJob(const Job& job_in, const Catalog& catalog, const Cali
   GPUPLAN_RETURN_IF_ERROR(ValidateInputs(job, catalog));
   Context ctx{job, catalog, cal};
   PlanResult out;
-  // §3 headroom: the memory model's own error margin unless the user set one.
-  if (job.IsSet("constraints.min_memory_headroom")) {
-    ctx.headroom = job.constraints.min_memory_headroom;
-    out.memory_headroom_source = "constraints.min_memory_headroom";
-  } else if (const auto band = DefaultHeadroomBand(job, catalog)) {
-    // The memory band of the nearest validated group (data/error_bands.csv): the headroom that
-    // holds 9 in 10 of its runs (p90 of under-prediction; an over-prediction needs none).
-    // A band wider than memory_headroom_max would plan nothing: capped, and said so.
-    const double cap = cal.Get("memory_headroom_max");
-    ctx.headroom = std::min(band->p90_under, cap);
-    char buf[300];
-    std::snprintf(buf, sizeof buf, "the memory model's p90 under-prediction on %d validated runs (%s, data/error_bands.csv)%s",
-                  band->rows, band->Group().c_str(), band->p90_under > cap ? ", capped at memory_headroom_max" : "");
-    out.memory_headroom_source = buf;
-  } else {
-    ctx.headroom = cal.Get("memory_model_error_margin");
-    out.memory_headroom_source = "the memory model's p90 error, calibration memory_model_error_margin (no validated group)";
-  }
+  // §3 headroom: the memory model's own error margin unless the user set one (docs/model/memory.md
+  // "The margin"; the same figure `memory` and `estimate` hold a layout to).
+  const MemoryHeadroom headroom = MemoryHeadroomFor(job, HeadroomFamily(job, catalog), cal);
+  ctx.headroom = headroom.fraction;
+  out.memory_headroom_source = headroom.source;
   out.memory_headroom = ctx.headroom;
+  ctx.today = options.today.empty() ? TodayUtcIso() : options.today;
   const bool lora = IsAdapterMethod(job.training.method);
   ctx.mflops = ModelFlopsPerToken(job.arch, job.training.seq_len, lora);
 

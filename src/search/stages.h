@@ -34,6 +34,7 @@ struct Context {
   const Calibration& cal;
   double headroom = 0;       // fraction of GPU memory kept free (the memory model's margin by default)
   double mflops = 0;         // model FLOPs per token
+  std::string today;         // YYYY-MM-DD: how old a catalog price is (PlanOptions::today or the clock)
   bool pinned(const char* key) const { return job.IsSet(key); }
 };
 

@@ -30,7 +30,7 @@ constexpr SymptomName kSymptoms[] = {{Symptom::kOom, "oom"},
 int TableOrder(const std::string& id) {
   static const std::vector<std::string> order = {"data_loader", "host_cores", "oom_model", "oom_fragmentation",
                                                  "network_no_rdma", "network_slow", "nccl_ports", "checkpoint_storage",
-                                                 "fp16_overflow", "gpu_throttled", "ib_errors", "intra_node_slow", "within_band"};
+                                                 "nan_data", "gpu_memory_errors", "fp16_overflow", "gpu_throttled", "ib_errors", "intra_node_slow", "within_band"};
   auto it = std::find(order.begin(), order.end(), id);
   return static_cast<int>(it - order.begin());
 }
@@ -222,12 +222,29 @@ void Checkpoint(const Job& job, const HardwareContext& hw, const Observations& o
                  "seed 003 §4 (checkpoint saves slow) and §4.4", score});
 }
 
+// A NaN loss: in fp16 the usual cause is overflow; in bf16 (fp32's range) overflow is rare, and a
+// batch of bad data or a card with memory errors comes first (Megatron-LM's rerun state machine
+// re-runs the step to tell these apart: megatron/core/rerun_state_machine.py).
 void Numerics(const Job& job, const GpuSpec& gpu, const Observations& o, std::vector<Cause>& out) {
   if (!Has(o, Symptom::kLossNan)) return;
   const bool fp16 = job.training.precision == Precision::kFp16;
   std::string ev = fp16 ? "the job trains in fp16 (max 65504): overflow without a loss scaler turns into inf/NaN"
-                        : "the job trains in " + ToString(job.training.precision);
+                        : "the job trains in " + ToString(job.training.precision) + ", whose range is fp32's: overflow is the rarer cause";
   if (fp16 && gpu.bf16_supported) ev += "; " + gpu.id + " has bf16, whose range is fp32's";
+  out.push_back({"nan_data", "a bad batch: an empty or corrupt sample, labels outside the vocabulary, a loss over zero tokens",
+                 fp16 ? "a NaN that follows one batch is the data's, whatever the precision"
+                      : "in " + ToString(job.training.precision) + " a NaN that starts at one step usually follows one batch",
+                 "log the sample ids of each step; re-run the first NaN step's batch alone (same seed) and check it for empty "
+                 "sequences, token ids >= vocab size and all-masked labels",
+                 "drop or fix the samples; skip a step whose loss is not finite (Megatron --check-for-nan-in-loss-and-grad)",
+                 "Megatron-LM megatron/core/rerun_state_machine.py (re-run a step to tell a data fault from a hardware fault)",
+                 fp16 ? 0.45 : 0.6});
+  out.push_back({"gpu_memory_errors", "a GPU with memory errors (a bad card)",
+                 "a NaN that does not repeat when the same batch is re-run, or that follows one rank, points at the hardware",
+                 "`nvidia-smi -q -d ECC,ROW_REMAPPER` on every node (uncorrectable ECC errors, pending row remaps); XID 48, 63, 64, "
+                 "94 or 95 in `dmesg`; `dcgmi diag -r 3`",
+                 "take the card out of the pool (a pending row remap clears on a GPU reset); resume from the last checkpoint",
+                 "NVIDIA GPU Memory Error Management and XID Errors (docs.nvidia.com/deploy)", fp16 ? 0.4 : 0.5});
   out.push_back({"fp16_overflow", fp16 ? "fp16 overflow" : "numerical instability",
                  ev, "log the loss scale and the gradient norm per step; the first NaN step's inputs",
                  fp16 && gpu.bf16_supported ? "train in bf16 (training.precision: bf16)" : "dynamic loss scaling, gradient clipping, a lower learning rate",

@@ -104,6 +104,29 @@ TEST(Diagnose, Fp16NanOnABf16GpuSaysBf16) {
   EXPECT_NE(c->fix.find("bf16"), std::string::npos);
 }
 
+// bf16 has fp32's range: a NaN loss points at the data and at a bad card before overflow.
+TEST(Diagnose, Bf16NanPutsDataAndBadMemoryBeforeOverflow) {
+  const Job j = MakeJob("model: {preset: llama-3-8b}\ntraining: {precision: bf16}\ncluster: {gpu: h100-sxm-80gb, num_gpus: 8}\nparallel: {zero: 3}\n");
+  Observations o;
+  o.symptoms = {Symptom::kLossNan};
+  const Diagnosis d = DiagnoseJob(j, o);
+  auto rank = [&](const std::string& id) {
+    for (size_t i = 0; i < d.causes.size(); ++i)
+      if (d.causes[i].id == id) return static_cast<int>(i);
+    return -1;
+  };
+  ASSERT_GE(rank("nan_data"), 0);
+  ASSERT_GE(rank("gpu_memory_errors"), 0);
+  ASSERT_GE(rank("fp16_overflow"), 0);
+  EXPECT_EQ(rank("nan_data"), 0);
+  EXPECT_LT(rank("gpu_memory_errors"), rank("fp16_overflow"));
+  EXPECT_NE(d.causes[static_cast<size_t>(rank("gpu_memory_errors"))].confirm.find("ECC"), std::string::npos);
+  // In fp16 overflow stays first.
+  const Diagnosis d16 = DiagnoseJob(MakeJob("model: {preset: llama-3-8b}\ntraining: {precision: fp16}\ncluster: {gpu: v100-sxm-32gb, num_gpus: 8}\nparallel: {zero: 3}\n"), o);
+  ASSERT_FALSE(d16.causes.empty());
+  EXPECT_EQ(d16.causes[0].id, "fp16_overflow");
+}
+
 TEST(Diagnose, AMeasurementInsideTheBandIsNoAnomaly) {
   const Diagnosis base = DiagnoseJob(MultiNode(), {});
   ASSERT_TRUE(base.causes.empty());

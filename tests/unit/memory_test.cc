@@ -107,7 +107,7 @@ TEST(Memory, LoraAndQlora) {
 }
 
 TEST(Memory, OffloadMovesStatesToHost) {
-  Job j = MakeJob("model: {preset: llama-2-7b}\nparallel: {offload: optimizer}\n");
+  Job j = MakeJob("model: {preset: llama-2-7b}\nparallel: {zero: 1, offload: optimizer}\n");
   MemoryBreakdown m = EstimateMemory(j);
   EXPECT_EQ(m.optimizer_bytes, 0);
   EXPECT_NEAR(m.host_bytes, 12.0 * 6738415616, 1);

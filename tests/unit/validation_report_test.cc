@@ -345,8 +345,8 @@ TEST(ValidationReport, EstimateJsonCarriesTheBandFields) {
   EXPECT_NE(ExpectedErrorLine({b, std::nullopt}).find("step time ±20% (p90 of 9 validated runs"), std::string::npos);
 }
 
-// The planner's default headroom is the p90 of the job's nearest memory band (capped at half the
-// card), and an explicit constraints.min_memory_headroom still wins.
+// The planner's default headroom is the margin of memory.md §6.1 (MemoryHeadroomFor: a memory
+// group with >= memory_headroom_min_rows runs, capped), and an explicit constraint still wins.
 TEST(ValidationReport, PlannerHeadroomIsTheMemoryBand) {
   auto parsed = ParseJobFile(std::string(GPUPLAN_SOURCE_DIR) + "/examples/7b-lora-one-card.yaml");
   ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
@@ -354,13 +354,12 @@ TEST(ValidationReport, PlannerHeadroomIsTheMemoryBand) {
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   auto gpu = Cat().FindGpu(parsed->cluster.gpu);
   ASSERT_TRUE(gpu.ok());
-  const auto band = ExpectedErrorFor(*parsed, gpu->family).memory;
-  if (band) {
-    EXPECT_DOUBLE_EQ(plan->memory_headroom, std::min(band->p90_under, 0.5));
-    EXPECT_LE(band->p90_under, band->p90_abs);
-    EXPECT_NE(plan->memory_headroom_source.find(band->Group()), std::string::npos) << plan->memory_headroom_source;
-  } else {
-    EXPECT_DOUBLE_EQ(plan->memory_headroom, Calibration::Builtin().Get("memory_model_error_margin"));
+  const MemoryHeadroom h = MemoryHeadroomFor(*parsed, gpu->family, Calibration::Builtin());
+  EXPECT_DOUBLE_EQ(plan->memory_headroom, h.fraction);
+  EXPECT_EQ(plan->memory_headroom_source, h.source);
+  if (h.band) {
+    EXPECT_LE(h.band->p90_under, h.band->p90_abs);
+    EXPECT_NE(plan->memory_headroom_source.find(h.band->Group()), std::string::npos) << plan->memory_headroom_source;
   }
   Job pinned = *parsed;
   ASSERT_TRUE(SetJobKey(pinned, "constraints.min_memory_headroom", "0.07", {"test", 0, "x"}).ok());

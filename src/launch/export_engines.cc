@@ -479,8 +479,11 @@ Args MegatronModelArgs(const Job& j) {
 // the TransformerConfig / TokenizerConfig / CheckpointConfig fields it turns into flags); the
 // Megatron-Bridge keys against v0.6.0 (commit 51885cf1, GPTModelProvider); docs/export.md lists them.
 
-// The shortest text that reads back to the same double ("500000", "1e-05", "8").
+bool Whole(double v);
+
+// The shortest text that reads back to the same double; whole numbers in full ("500000", "1e-05", "8").
 std::string Num(double v) {
+  if (Whole(v)) return std::to_string(static_cast<int64_t>(v));
   char buf[64];
   auto r = std::to_chars(buf, buf + sizeof buf, v);
   return std::string(buf, r.ptr);

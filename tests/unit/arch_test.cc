@@ -423,10 +423,14 @@ TEST(Arch, HfConfigCarriesRopeThetaNormEpsilonAndScaling) {
   ASSERT_TRUE(l3.ok());
   EXPECT_EQ(l3->rope_theta, 500000);
   EXPECT_EQ(l3->rope_scaling, RopeScaling::kNone);
-  auto q = ArchFromHfConfig(Fixture("qwen2.5-7b.json"));
+  auto q = ArchFromHfConfig(Fixture("qwen2.5-7b.json"));  // a trimmed config without the keys: Qwen2Config's defaults
   ASSERT_TRUE(q.ok());
-  EXPECT_EQ(q->rope_theta, 1e6);
+  EXPECT_EQ(q->rope_theta, 10000);
   EXPECT_EQ(q->norm_eps, 1e-6);
+  auto mx = ArchFromHfConfig(Fixture("mixtral-8x7b.json"));  // MixtralConfig's defaults
+  ASSERT_TRUE(mx.ok());
+  EXPECT_EQ(mx->rope_theta, 1e6);
+  EXPECT_EQ(mx->norm_eps, 1e-5);
   auto d = ArchFromHfConfig(Fixture("deepseek-v3.json"));  // "type": "yarn"
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(d->rope_scaling, RopeScaling::kYarn);
@@ -438,11 +442,10 @@ TEST(Arch, HfConfigCarriesRopeThetaNormEpsilonAndScaling) {
 }
 
 TEST(Arch, PresetsCarryTheRopeAndEpsilonOfTheirConfigs) {
+  // The fixtures that carry rope_theta, the epsilon and rope_scaling verbatim.
   for (const auto& [preset, file] :
-       {std::pair{"llama-3.1-70b", "llama-3.1-70b.json"}, {"llama-3-8b", "llama-3-8b.json"}, {"llama-2-7b", "llama-2-7b.json"},
-        {"qwen2.5-7b", "qwen2.5-7b.json"}, {"qwen3-8b", "qwen3-8b.json"}, {"mixtral-8x7b", "mixtral-8x7b.json"},
-        {"mistral-7b", "mistral-7b.json"}, {"deepseek-v3", "deepseek-v3.json"}, {"deepseek-v2-lite", "deepseek-v2-lite.json"},
-        {"gemma-2-9b", "gemma-2-9b.json"}}) {
+       {std::pair{"llama-3.1-70b", "llama-3.1-70b.json"}, {"qwen3-8b", "qwen3-8b.json"}, {"deepseek-v3", "deepseek-v3.json"},
+        {"deepseek-v2-lite", "deepseek-v2-lite.json"}, {"gemma-2-9b", "gemma-2-9b.json"}}) {
     auto p = FindPreset(preset);
     auto h = ArchFromHfConfig(Fixture(file));
     ASSERT_TRUE(p.ok() && h.ok()) << preset;
@@ -454,6 +457,18 @@ TEST(Arch, PresetsCarryTheRopeAndEpsilonOfTheirConfigs) {
     EXPECT_EQ(p->rope_high_freq_factor, h->rope_high_freq_factor) << preset;
     EXPECT_EQ(p->rope_original_max_positions, h->rope_original_max_positions) << preset;
   }
+  // The rest, from the published config.json each row cites (trimmed fixtures leave the keys out).
+  struct Published { const char* preset; double theta, eps; };
+  for (const Published& c : {Published{"llama-2-70b", 10000, 1e-5}, {"llama-3-70b", 500000, 1e-5}, {"llama-3-8b", 500000, 1e-5},
+                             {"mistral-7b", 10000, 1e-5}, {"mixtral-8x7b", 1e6, 1e-5}, {"qwen2.5-7b", 1e6, 1e-6},
+                             {"qwen2.5-72b", 1e6, 1e-5}}) {
+    auto p = FindPreset(c.preset);
+    ASSERT_TRUE(p.ok()) << c.preset;
+    EXPECT_EQ(p->rope_theta, c.theta) << c.preset;
+    EXPECT_EQ(p->norm_eps, c.eps) << c.preset;
+    EXPECT_EQ(p->rope_scaling, RopeScaling::kNone) << c.preset;
+  }
+  EXPECT_EQ(ArchFromHfConfig(Fixture("llama-3-8b.json"))->rope_theta, FindPreset("llama-3-8b")->rope_theta);
   // Every row of data/models.csv loads (a bad rope cell would drop its row).
   auto l31 = FindPreset("llama-3.1-8b");
   ASSERT_TRUE(l31.ok());

@@ -533,11 +533,11 @@ Args MegatronArchArgs(const LaunchPlan& p) {
 std::string MegatronArchNotes(const LaunchPlan& p) {
   const Arch& a = p.job.arch;
   const int64_t tp = p.job.parallel.tp;
-  std::string s = "# Model numbers from the model (preset or config.json): --rotary-base " + Num(a.rope_theta) + ", --norm-epsilon " +
-                  Num(a.norm_eps) + ", rope scaling " + ToString(a.rope_scaling) + "; vocab " + Str(a.vocab) + " -> " +
-                  Str(PaddedVocab(a.vocab, tp)) + " rows (--padded-vocab-size, Megatron-LM core_v0.19.0; older releases: drop it,\n"
+  std::string s = "# From the model: rope base " + Num(a.rope_theta) + ", norm epsilon " + Num(a.norm_eps) +
+                  ", rope scaling " + ToString(a.rope_scaling) + "; vocab " + Str(a.vocab) + " -> " + Str(PaddedVocab(a.vocab, tp)) +
+                  " rows.\n# --padded-vocab-size needs Megatron-LM core >= 0.18 (checked: core_v0.19.0); on older releases drop it:\n"
                   "# --make-vocab-size-divisible-by " + Str(VocabDivisor(a.vocab, tp)) + " x tp " + Str(tp) +
-                  " pads a tokenizer of exactly that length to the same rows).\n";
+                  " gives the same rows when the tokenizer has exactly that length.\n";
   if (a.position == PositionKind::kRotary && !Whole(a.rope_theta))
     s += "# WARNING: rope_theta " + Num(a.rope_theta) + " is not a whole number; --rotary-base takes an integer: set it in the model spec.\n";
   if (a.rope_scaling == RopeScaling::kLlama3 && !MegatronLlama3Defaults(a))
@@ -556,11 +556,12 @@ std::string MegatronArchNotes(const LaunchPlan& p) {
 // A fine-tune starts from the published weights: convert them once, then point Megatron at them.
 std::string MegatronFinetuneNotes(const LaunchPlan& p) {
   if (p.job.training.method == Method::kPretrain) return "";
-  std::string s = "# Fine-tune from the Hugging Face weights: convert them once with Megatron-Bridge (v0.6.0 scripts/conversion/convert.sh),\n";
-  s += "#   ./scripts/conversion/convert.sh import --executor local --device cpu --hf-model <Hugging Face repo or folder> --megatron-path <dir>\n";
-  s += "# then run with GPUPLAN_PRETRAINED=<dir>: --pretrained-checkpoint loads it as a fine-tune (weights only, iteration 0, no optimizer\n";
-  s += "# or rng state) while --load holds no checkpoint of this run, and Megatron resumes from --load after that. Without --save/--load\n";
-  s += "# the same start is: --load <dir> --finetune --no-load-optim --no-load-rng --exit-on-missing-checkpoint.\n";
+  std::string s = "# Fine-tune from Hugging Face weights: convert them once (Megatron-Bridge v0.6.0 scripts/conversion/convert.sh),\n";
+  s += "#   ./scripts/conversion/convert.sh import --executor local --device cpu --hf-model REPO_OR_FOLDER --megatron-path DIR\n";
+  s += "# then run with GPUPLAN_PRETRAINED=DIR: --pretrained-checkpoint loads it as a fine-tune (weights only, iteration 0,\n";
+  s += "# no optimizer or rng state) while --load holds no checkpoint of this run; Megatron resumes from --load after that.\n";
+  s += "# Without --save/--load, the same start is:\n";
+  s += "#   --load DIR --finetune --no-load-optim --no-load-rng --exit-on-missing-checkpoint\n";
   return s;
 }
 
@@ -703,7 +704,7 @@ std::string BridgeFile(const LaunchPlan& p) {
   s += "#   python scripts/training/run_recipe.py --recipe RECIPE $(grep -v '^#' bridge-overrides.txt)\n";
   if (p.job.training.precision == Precision::kFp32) s += "# fp32: mixed_precision=null turns the recipe's mixed precision off.\n";
   if (p.job.training.method != Method::kPretrain)
-    s += "# Fine-tune from Hugging Face weights: import them once (scripts/conversion/convert.sh import --hf-model ... --megatron-path DIR)\n"
+    s += "# Fine-tune from Hugging Face weights: import them once (scripts/conversion/convert.sh import ... --megatron-path DIR)\n"
          "# and add checkpoint.pretrained_checkpoint=DIR (run_recipe.py --pretrained_checkpoint DIR).\n";
   for (const auto& o : BridgeOverrides(p)) s += o + "\n";
   return s;
@@ -744,17 +745,17 @@ std::string TitanArchNotes(const Arch& a, const std::string& flavor, Method meth
   if (a.rope_scaling == RopeScaling::kLlama3)
     s += " (factor " + Num(a.rope_factor) + ", low " + Num(a.rope_low_freq_factor) + ", high " + Num(a.rope_high_freq_factor) + ", original " +
          Str(a.rope_original_max_positions) + ")";
-  s += ": not settable from this TOML (the flavor's TransformerModelArgs carry them).\n";
+  s += ":\n# not settable from this TOML (the flavor's TransformerModelArgs carry them).\n";
   if (!flavor.empty()) {
     const bool llama31 = a.rope_scaling == RopeScaling::kLlama3 && a.rope_factor == 8 && MegatronLlama3Defaults(a);
     if (a.rope_theta != 500000 || a.norm_eps != 1e-5 || !llama31)
-      s += "# WARNING: the built-in " + flavor + " flavor has rope_theta 500000, norm_eps 1e-5 and Llama 3.1 rope scaling (factor 8): " +
-           "register a flavor with this model's values" + (a.rope_scaling == RopeScaling::kNone ? " (rope_scaling_args scaling_factor 1.0 = none)" : "") +
+      s += "# WARNING: the built-in " + flavor + " flavor has rope_theta 500000, norm_eps 1e-5 and Llama 3.1 rope scaling (factor 8):\n" +
+           "# register a flavor with this model's values" + (a.rope_scaling == RopeScaling::kNone ? " (rope_scaling_args scaling_factor 1.0 = none)" : "") +
            ", or it trains a different model.\n";
   }
   if (method != Method::kPretrain)
-    s += "# Fine-tune from Hugging Face weights: [checkpoint] enable = true with --checkpoint.initial_load_path <folder of the safetensors> "
-         "--checkpoint.initial_load_in_hf (launch.sh passes extra flags on).\n";
+    s += "# Fine-tune from Hugging Face weights: [checkpoint] enable = true, and to launch.sh (it passes extra flags on):\n"
+         "#   --checkpoint.initial_load_path FOLDER_OF_THE_SAFETENSORS --checkpoint.initial_load_in_hf\n";
   return s;
 }
 

@@ -13,6 +13,10 @@ namespace gpuplan {
 enum class MlpKind { kGelu, kSwiGlu, kGeGlu };
 enum class NormKind { kLayerNorm, kRmsNorm };  // layernorm: weight (+bias if norm_bias); rmsnorm: weight
 enum class PositionKind { kLearned, kRotary, kAlibi };
+// Hugging Face rope_scaling.rope_type (or .type): none, llama3 (Llama 3.1+: factor, low/high
+// frequency factors, original positions), linear (positions divided by factor), dynamic (NTK),
+// yarn (DeepSeek-V2/V3, Qwen long context). Only llama3 and linear have Megatron-LM flags.
+enum class RopeScaling { kNone, kLlama3, kLinear, kDynamic, kYarn };
 
 struct Arch {
   std::string name;              // Default: "custom".
@@ -33,6 +37,16 @@ struct Arch {
   bool qk_norm = false;          // Default: false (an RMSNorm of head_dim on q and on k, as in Qwen3 and Gemma 3).
   PositionKind position = PositionKind::kRotary;  // Default: rotary.
   int64_t max_positions = 0;     // Default: 0 (only learned positions store a table).
+  // Rotary base, norm epsilon and rope scaling: no effect on memory or time, but the engines'
+  // model flags (Megatron --rotary-base, --norm-epsilon, --use-rope-scaling) must match the
+  // checkpoint's config.json, or a fine-tune trains a different model (docs/export.md).
+  double rope_theta = 10000;     // Default: 10000 (RoFormer, HF LlamaConfig's default).
+  double norm_eps = 1e-5;        // Default: 1e-5 (rms_norm_eps / layer_norm_eps).
+  RopeScaling rope_scaling = RopeScaling::kNone;  // Default: none.
+  double rope_factor = 0;        // Default: 0 (no scaling); rope_scaling.factor.
+  double rope_low_freq_factor = 0;   // Default: 0; llama3: rope_scaling.low_freq_factor (1 in Llama 3.1).
+  double rope_high_freq_factor = 0;  // Default: 0; llama3: rope_scaling.high_freq_factor (4 in Llama 3.1).
+  int64_t rope_original_max_positions = 0;  // Default: 0; rope_scaling.original_max_position_embeddings.
   // Mixture of experts. experts == 0 means dense.
   int64_t experts = 0;            // Default: 0 (dense model).
   int64_t experts_per_token = 0;  // Default: 0 (top-k routing; required when experts > 0).
@@ -122,5 +136,7 @@ Result<Arch> ArchFromHfConfig(const std::string& path);
 std::string ToString(MlpKind k);
 std::string ToString(NormKind k);
 std::string ToString(PositionKind k);
+std::string ToString(RopeScaling k);  // the Hugging Face rope_type: none, llama3, linear, dynamic, yarn
+Result<RopeScaling> ParseRopeScaling(const std::string& s, const Location& where);
 
 }  // namespace gpuplan

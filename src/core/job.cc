@@ -246,6 +246,18 @@ const std::vector<KeyEntry>& Entries() {
     add("model.shared_experts", "shared-experts", "MoE always-on experts", Int([](Job& j) -> int64_t& { return j.arch.shared_experts; }, 0, 1 << 16));
     add("model.moe_ffn_hidden", "moe-ffn-hidden", "expert MLP inner size (default ffn_hidden)", Int([](Job& j) -> int64_t& { return j.arch.moe_ffn_hidden; }, 1, kMaxDim));
     add("model.dense_layers", "dense-layers", "leading dense layers in a MoE model", Int([](Job& j) -> int64_t& { return j.arch.dense_layers; }, 0, kMaxDim));
+    add("model.rope_theta", "rope-theta", "rotary base (config.json rope_theta; default 10000)", Real([](Job& j) -> double& { return j.arch.rope_theta; }, [](double v) { return v > 1 && v <= 1e12; }, "must be in (1, 1e12]"));
+    add("model.norm_eps", "norm-eps", "norm epsilon (rms_norm_eps; default 1e-5)", Real([](Job& j) -> double& { return j.arch.norm_eps; }, [](double v) { return v > 0 && v <= 0.1; }, "must be in (0, 0.1]"));
+    add("model.rope_scaling", "rope-scaling", "none|llama3|linear|dynamic|yarn (config.json rope_scaling type; default none)", [](Job& j, const std::string& s, const Location& w) -> Status {
+      auto v = ParseRopeScaling(s, w);
+      if (!v.ok()) return v.status();
+      j.arch.rope_scaling = *v;
+      return Status::Ok();
+    });
+    add("model.rope_factor", "rope-factor", "rope_scaling.factor", Real([](Job& j) -> double& { return j.arch.rope_factor; }, [](double v) { return v >= 1 && v <= 1e4; }, "must be in 1..1e4"));
+    add("model.rope_low_freq_factor", "rope-low-freq-factor", "rope_scaling.low_freq_factor (llama3)", Real([](Job& j) -> double& { return j.arch.rope_low_freq_factor; }, [](double v) { return v > 0 && v <= 1e4; }, "must be in (0, 1e4]"));
+    add("model.rope_high_freq_factor", "rope-high-freq-factor", "rope_scaling.high_freq_factor (llama3)", Real([](Job& j) -> double& { return j.arch.rope_high_freq_factor; }, [](double v) { return v > 0 && v <= 1e4; }, "must be in (0, 1e4]"));
+    add("model.rope_original_max_positions", "rope-original-max-positions", "rope_scaling.original_max_position_embeddings", Int([](Job& j) -> int64_t& { return j.arch.rope_original_max_positions; }, 1, kMaxSeq));
     add("model.dropout", "dropout", "dropout layers present (default false)", Bool([](Job& j) -> bool& { return j.arch.dropout; }));
     // training
     add("training.method", "method", "pretrain|full|lora|qlora|dora (default full)", [](Job& j, const std::string& s, const Location& w) -> Status {

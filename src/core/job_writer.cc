@@ -45,7 +45,23 @@ bool SameShape(const Arch& a, const Arch& b) {
          a.experts_per_token == b.experts_per_token && a.shared_experts == b.shared_experts &&
          a.moe_ffn_hidden == b.moe_ffn_hidden && a.dense_layers == b.dense_layers && a.router_bias == b.router_bias &&
          a.kv_lora_rank == b.kv_lora_rank && a.q_lora_rank == b.q_lora_rank && a.dropout == b.dropout &&
-         a.params_override == b.params_override;
+         a.params_override == b.params_override && a.rope_theta == b.rope_theta && a.norm_eps == b.norm_eps &&
+         a.rope_scaling == b.rope_scaling && a.rope_factor == b.rope_factor &&
+         a.rope_low_freq_factor == b.rope_low_freq_factor && a.rope_high_freq_factor == b.rope_high_freq_factor &&
+         a.rope_original_max_positions == b.rope_original_max_positions;
+}
+
+// Rotary base, norm epsilon and rope scaling where they differ from the Arch defaults.
+void RopeKeys(const Arch& a, std::map<std::string, std::string>& out) {
+  const Arch d;
+  if (a.rope_theta != d.rope_theta) out["model.rope_theta"] = Num(a.rope_theta);
+  if (a.norm_eps != d.norm_eps) out["model.norm_eps"] = Num(a.norm_eps);
+  if (a.rope_scaling == RopeScaling::kNone) return;
+  out["model.rope_scaling"] = ToString(a.rope_scaling);
+  if (a.rope_factor > 0) out["model.rope_factor"] = Num(a.rope_factor);
+  if (a.rope_low_freq_factor > 0) out["model.rope_low_freq_factor"] = Num(a.rope_low_freq_factor);
+  if (a.rope_high_freq_factor > 0) out["model.rope_high_freq_factor"] = Num(a.rope_high_freq_factor);
+  if (a.rope_original_max_positions > 0) out["model.rope_original_max_positions"] = Int(a.rope_original_max_positions);
 }
 
 void ModelKeys(const Arch& a, std::map<std::string, std::string>& out) {
@@ -81,6 +97,7 @@ void ModelKeys(const Arch& a, std::map<std::string, std::string>& out) {
     if (a.dense_layers > 0) out["model.dense_layers"] = Int(a.dense_layers);
   }
   if (a.dropout) out["model.dropout"] = "true";
+  RopeKeys(a, out);
 }
 
 // The training keys: the batch and precision always, the rest where they differ from the default.

@@ -3,6 +3,7 @@
 // field (docs/export.md "## Engines"); the format facts are ../shared/reference/launch-serving-checks.md §1.
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -520,6 +521,102 @@ Args MegatronModelArgs(const Job& j) {
   return m;
 }
 
+// ---- the model's own numbers: rotary base and scaling, norm epsilon, dropout, vocab padding ----
+// Flags checked against Megatron-LM core_v0.19.0 (commit 5be96267, megatron/training/arguments.py and
+// the TransformerConfig / TokenizerConfig / CheckpointConfig fields it turns into flags); the
+// Megatron-Bridge keys against v0.6.0 (commit 51885cf1, GPTModelProvider); docs/export.md lists them.
+
+bool Whole(double v);
+
+// The shortest text that reads back to the same double; whole numbers in full ("500000", "1e-05", "8").
+std::string Num(double v) {
+  if (Whole(v)) return std::to_string(static_cast<int64_t>(v));
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
+
+bool Whole(double v) { return std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 9e15; }
+
+// Megatron pads the embedding and the output layer to a multiple of make_vocab_size_divisible_by x tp;
+// a converted Hugging Face checkpoint holds exactly config.json's vocab_size rows. The largest power of
+// two up to Megatron's default 128 that pads none (Megatron-Bridge picks it the same way, tp aside);
+// 1 when the vocab is not a multiple of tp (then padding is unavoidable).
+int64_t VocabDivisor(int64_t vocab, int64_t tp) {
+  for (int64_t d = 128; d > 1; d /= 2)
+    if (vocab % (d * tp) == 0) return d;
+  return 1;
+}
+int64_t PaddedVocab(int64_t vocab, int64_t tp) { return (vocab + tp - 1) / tp * tp; }
+
+// Megatron-LM's --use-rope-scaling is Llama 3.1's with low 1, high 4, original 8192 fixed
+// (megatron/core/models/common/embeddings/rotary_pos_embedding.py _apply_scaling): only the factor is a flag.
+bool MegatronLlama3Defaults(const Arch& a) {
+  return a.rope_low_freq_factor == 1 && a.rope_high_freq_factor == 4 && a.rope_original_max_positions == 8192;
+}
+
+Args MegatronRopeArgs(const Arch& a) {
+  Args m;
+  if (a.position != PositionKind::kRotary) return m;
+  if (Whole(a.rope_theta)) m.push_back({"--rotary-base", Str(static_cast<int64_t>(a.rope_theta))});  // type=int upstream
+  if (a.rope_scaling == RopeScaling::kLlama3) m.insert(m.end(), {{"--use-rope-scaling", ""}, {"--rope-scaling-factor", Num(a.rope_factor)}});
+  if (a.rope_scaling == RopeScaling::kLinear && Whole(a.rope_factor))
+    m.push_back({"--rotary-seq-len-interpolation-factor", Str(static_cast<int64_t>(a.rope_factor))});
+  if (a.rope_scaling == RopeScaling::kYarn && a.IsMla()) m.push_back({"--rotary-scaling-factor", Num(a.rope_factor)});
+  return m;
+}
+
+Args MegatronArchArgs(const LaunchPlan& p) {
+  const Arch& a = p.job.arch;
+  Args m = MegatronRopeArgs(a);
+  m.push_back({"--norm-epsilon", Num(a.norm_eps)});
+  if (!a.dropout) m.insert(m.end(), {{"--attention-dropout", "0.0"}, {"--hidden-dropout", "0.0"}});  // Megatron's default: 0.1
+  m.push_back({"--make-vocab-size-divisible-by", Str(VocabDivisor(a.vocab, p.job.parallel.tp))});
+  m.push_back({"--padded-vocab-size", Str(PaddedVocab(a.vocab, p.job.parallel.tp))});
+  return m;
+}
+
+// What the flags above cannot say, as comment lines of megatron-args.sh.
+std::string MegatronArchNotes(const LaunchPlan& p) {
+  const Arch& a = p.job.arch;
+  const int64_t tp = p.job.parallel.tp;
+  std::string s = "# From the model: rope base " + Num(a.rope_theta) + ", norm epsilon " + Num(a.norm_eps) +
+                  ", rope scaling " + ToString(a.rope_scaling) + "; vocab " + Str(a.vocab) + " -> " + Str(PaddedVocab(a.vocab, tp)) +
+                  " rows.\n# --padded-vocab-size needs Megatron-LM core >= 0.18 (checked: core_v0.19.0); on older releases drop it:\n"
+                  "# --make-vocab-size-divisible-by " + Str(VocabDivisor(a.vocab, tp)) + " x tp " + Str(tp) +
+                  " gives the same rows when the tokenizer has exactly that length.\n";
+  if (a.position == PositionKind::kRotary && !Whole(a.rope_theta))
+    s += "# WARNING: rope_theta " + Num(a.rope_theta) + " is not a whole number; --rotary-base takes an integer: set it in the model spec.\n";
+  if (a.rope_scaling == RopeScaling::kLlama3 && !MegatronLlama3Defaults(a))
+    s += "# WARNING: llama3 rope scaling low " + Num(a.rope_low_freq_factor) + ", high " + Num(a.rope_high_freq_factor) + ", original " +
+         Str(a.rope_original_max_positions) + " positions: Megatron fixes 1, 4 and 8192; only the factor is a flag.\n";
+  if (a.rope_scaling == RopeScaling::kLinear && !Whole(a.rope_factor))
+    s += "# WARNING: linear rope scaling factor " + Num(a.rope_factor) + ": --rotary-seq-len-interpolation-factor takes an integer.\n";
+  if (a.rope_scaling == RopeScaling::kYarn)
+    s += a.IsMla() ? "# yarn rope scaling: also set --mscale and --mscale-all-dim from config.json rope_scaling (Megatron's defaults 1.0 and 0.0).\n"
+                   : "# WARNING: yarn rope scaling (factor " + Num(a.rope_factor) + "): set --position-embedding-type yarn and the --yarn-* flags from config.json.\n";
+  if (a.rope_scaling == RopeScaling::kDynamic)
+    s += "# WARNING: dynamic (NTK) rope scaling has no Megatron flag: the model trains with plain rotary positions.\n";
+  return s;
+}
+
+// A fine-tune starts from the published weights: convert them once, then point Megatron at them.
+std::string MegatronFinetuneNotes(const LaunchPlan& p) {
+  if (p.job.training.method == Method::kPretrain) return "";
+  std::string s = "# Fine-tune from Hugging Face weights: convert them once (Megatron-Bridge v0.6.0 scripts/conversion/convert.sh),\n";
+  s += "#   ./scripts/conversion/convert.sh import --executor local --device cpu --hf-model REPO_OR_FOLDER --megatron-path DIR\n";
+  s += "# then run with GPUPLAN_PRETRAINED=DIR: --pretrained-checkpoint loads it as a fine-tune (weights only, iteration 0,\n";
+  s += "# no optimizer or rng state) while --load holds no checkpoint of this run; Megatron resumes from --load after that.\n";
+  s += "# Without --save/--load, the same start is:\n";
+  s += "#   --load DIR --finetune --no-load-optim --no-load-rng --exit-on-missing-checkpoint\n";
+  return s;
+}
+
+std::string MegatronFinetuneBlock(const LaunchPlan& p) {
+  if (p.job.training.method == Method::kPretrain) return "";
+  return "if [[ -n \"${GPUPLAN_PRETRAINED:-}\" ]]; then\n  MEGATRON_ARGS+=(--pretrained-checkpoint \"$GPUPLAN_PRETRAINED\")\nfi\n";
+}
+
 Args MegatronParallelArgs(const LaunchPlan& p) {
   const ParallelSpec& q = p.job.parallel;
   Args m = {{"--tensor-model-parallel-size", Str(q.tp)}, {"--pipeline-model-parallel-size", Str(q.pp)}};
@@ -583,12 +680,13 @@ std::string MegatronArgsFile(const LaunchPlan& p) {
          " GPUs per node): every layer's all-reduce crosses the network.\n";
   if (p.job.arch.mlp == MlpKind::kGeGlu) s += "# geglu: no flag sets it; set the MLP activation in the model spec.\n";
   if (p.job.arch.norms_per_layer != 2) s += "# norms per layer " + Str(p.job.arch.norms_per_layer) + ": set them in the model spec.\n";
+  s += MegatronArchNotes(p) + MegatronFinetuneNotes(p);
   s += "MEGATRON_ARGS=(\n";
-  for (const Args& group : {MegatronModelArgs(p.job), MegatronParallelArgs(p), MegatronTrainingArgs(p)})
+  for (const Args& group : {MegatronModelArgs(p.job), MegatronArchArgs(p), MegatronParallelArgs(p), MegatronTrainingArgs(p)})
     for (const auto& [flag, value] : group) s += "  " + flag + (value.empty() ? "" : " " + ShellQuote(value)) + "\n";
   s += "  # checkpoints: " + CheckpointPolicyText(p) + "\n";
   for (const auto& [flag, value] : MegatronCheckpointArgs(p)) s += "  " + flag + (value.empty() ? "" : " " + ShellQuote(value)) + "\n";
-  return s + ")\n";
+  return s + ")\n" + MegatronFinetuneBlock(p);
 }
 
 std::string BridgePrecision(const TrainingSpec& t) {
@@ -603,6 +701,25 @@ std::string BridgePrecision(const TrainingSpec& t) {
     case Fp8Recipe::kMxfp8: return "bf16_with_mxfp8_mixed";
     default: return "bf16_with_fp8_current_scaling_mixed";
   }
+}
+
+// The model's numbers as GPTModelProvider fields (Megatron-Bridge v0.6.0 src/megatron/bridge/models/gpt_provider.py),
+// so that a recipe of a neighbouring model cannot train a different one.
+std::vector<std::string> BridgeArchOverrides(const LaunchPlan& p) {
+  const Arch& a = p.job.arch;
+  std::vector<std::string> o;
+  if (a.position == PositionKind::kRotary && Whole(a.rope_theta)) o.push_back("model.rotary_base=" + Str(static_cast<int64_t>(a.rope_theta)));
+  if (a.position == PositionKind::kRotary && a.rope_scaling != RopeScaling::kYarn) {
+    o.push_back("model.rope_scaling=" + Str(a.rope_scaling == RopeScaling::kLlama3));
+    if (a.rope_scaling == RopeScaling::kLlama3) o.push_back("model.rope_scaling_factor=" + Num(a.rope_factor));
+  }
+  o.push_back("model.layernorm_epsilon=" + Num(a.norm_eps));
+  o.push_back("model.share_embeddings_and_output_weights=" + Str(a.tied_embeddings));
+  o.push_back("model.add_qkv_bias=" + Str(a.qkv_bias || a.linear_bias));
+  o.push_back("model.add_bias_linear=" + Str(a.linear_bias));
+  o.push_back("model.make_vocab_size_divisible_by=" + Str(VocabDivisor(a.vocab, p.job.parallel.tp)));
+  if (!a.dropout) o.insert(o.end(), {"model.hidden_dropout=0.0", "model.attention_dropout=0.0"});
+  return o;
 }
 
 std::vector<std::string> BridgeOverrides(const LaunchPlan& p) {
@@ -634,6 +751,7 @@ std::vector<std::string> BridgeOverrides(const LaunchPlan& p) {
   if (t.tokens > 0)
     o.push_back("train.train_iters=" + Str(static_cast<int64_t>(std::ceil(t.tokens / (static_cast<double>(t.global_batch) * t.seq_len)))));
   o.push_back("mixed_precision=" + BridgePrecision(t));
+  for (auto& x : BridgeArchOverrides(p)) o.push_back(std::move(x));
   return o;
 }
 
@@ -649,6 +767,9 @@ std::string BridgeFile(const LaunchPlan& p) {
   s += "# Megatron-Bridge overrides (one per line) for scripts/training/run_recipe.py --recipe <a recipe of this model>:\n";
   s += "#   python scripts/training/run_recipe.py --recipe RECIPE $(grep -v '^#' bridge-overrides.txt)\n";
   if (p.job.training.precision == Precision::kFp32) s += "# fp32: mixed_precision=null turns the recipe's mixed precision off.\n";
+  if (p.job.training.method != Method::kPretrain)
+    s += "# Fine-tune from Hugging Face weights: import them once (scripts/conversion/convert.sh import ... --megatron-path DIR)\n"
+         "# and add checkpoint.pretrained_checkpoint=DIR (run_recipe.py --pretrained_checkpoint DIR).\n";
   for (const auto& o : BridgeOverrides(p)) s += o + "\n";
   for (const auto& o : BridgeCheckpointOverrides(p)) s += o + "\n";
   return s;
@@ -680,6 +801,29 @@ std::string Llama3Flavor(const Arch& a) {
   return "";
 }
 
+// torchtitan v0.2.2's [model] table has name, flavor, hf_assets_path and converters only: rope_theta,
+// norm_eps and the rope scaling are TransformerModelArgs fields of the flavor (torchtitan/models/llama3/
+// model/args.py), whose llama3 flavors all carry rope_theta 500000, norm_eps 1e-5 and, always, Llama 3.1's
+// scaling (RoPEScalingArgs: factor 8, low 1, high 4, original 8192; model.py precompute_freqs_cis).
+std::string TitanArchNotes(const Arch& a, const std::string& flavor, Method method) {
+  std::string s = "# rope_theta " + Num(a.rope_theta) + ", norm_eps " + Num(a.norm_eps) + ", rope scaling " + ToString(a.rope_scaling);
+  if (a.rope_scaling == RopeScaling::kLlama3)
+    s += " (factor " + Num(a.rope_factor) + ", low " + Num(a.rope_low_freq_factor) + ", high " + Num(a.rope_high_freq_factor) + ", original " +
+         Str(a.rope_original_max_positions) + ")";
+  s += ":\n# not settable from this TOML (the flavor's TransformerModelArgs carry them).\n";
+  if (!flavor.empty()) {
+    const bool llama31 = a.rope_scaling == RopeScaling::kLlama3 && a.rope_factor == 8 && MegatronLlama3Defaults(a);
+    if (a.rope_theta != 500000 || a.norm_eps != 1e-5 || !llama31)
+      s += "# WARNING: the built-in " + flavor + " flavor has rope_theta 500000, norm_eps 1e-5 and Llama 3.1 rope scaling (factor 8):\n" +
+           "# register a flavor with this model's values" + (a.rope_scaling == RopeScaling::kNone ? " (rope_scaling_args scaling_factor 1.0 = none)" : "") +
+           ", or it trains a different model.\n";
+  }
+  if (method != Method::kPretrain)
+    s += "# Fine-tune from Hugging Face weights: [checkpoint] enable = true, and to launch.sh (it passes extra flags on):\n"
+         "#   --checkpoint.initial_load_path FOLDER_OF_THE_SAFETENSORS --checkpoint.initial_load_in_hf\n";
+  return s;
+}
+
 std::string TitanModel(const Job& j) {
   const Arch& a = j.arch;
   const std::string flavor = Llama3Flavor(a);
@@ -695,6 +839,7 @@ std::string TitanModel(const Job& j) {
     const bool qwen3 = a.name.rfind("qwen3", 0) == 0;
     s += std::string("name = \"") + (a.IsMla() ? "deepseek_v3" : qwen3 ? "qwen3" : "llama3") + "\"\nflavor = \"gpuplan-custom\"\n";
   }
+  s += TitanArchNotes(a, flavor, j.training.method);
   if (j.training.precision == Precision::kFp8)
     s += j.training.fp8_recipe == Fp8Recipe::kMxfp8 ? "converters = [\"quantize.linear.mx\"]\n" : "converters = [\"quantize.linear.float8\"]\n";
   return s;

@@ -2076,7 +2076,8 @@ const std::set<std::string>& MegatronModelFlags() {
                                           "ffn-hidden-size", "vocab-size", "make-vocab-size-divisible-by", "swiglu", "normalization",
                                           "position-embedding-type", "untie-embeddings-and-output-weights", "disable-bias-linear",
                                           "add-qkv-bias", "kv-channels", "num-experts", "moe-router-topk", "moe-ffn-hidden-size",
-                                          "hidden-dropout", "attention-dropout", "max-position-embeddings", "tokenizer-type"};
+                                          "hidden-dropout", "attention-dropout", "max-position-embeddings", "tokenizer-type",
+                                          "rotary-base", "norm-epsilon", "use-rope-scaling", "rope-scaling-factor", "padded-vocab-size"};
   return s;
 }
 const std::set<std::string>& MegatronFlags() {
@@ -2102,7 +2103,7 @@ const std::set<std::string>& MegatronNoEffect() {
       "overlap-grad-reduce", "overlap-param-gather", "tp-comm-overlap", "cp-comm-type", "use-mcore-models", "transformer-impl",
       "attention-softmax-in-fp32", "no-masked-softmax-fusion", "no-bias-gelu-fusion", "no-bias-dropout-fusion",
       "no-gradient-accumulation-fusion", "seed", "moe-grouped-gemm", "moe-router-load-balancing-type", "moe-aux-loss-coeff",
-      "moe-token-dispatcher-type", "expert-tensor-parallel-size", "rotary-base", "rotary-percent", "norm-epsilon", "loss-scale",
+      "moe-token-dispatcher-type", "expert-tensor-parallel-size", "rotary-percent", "loss-scale", "pretrained-checkpoint",
       "initial-loss-scale", "min-loss-scale", "loss-scale-window", "hysteresis", "distributed-timeout-minutes", "num-workers",
       "ckpt-format", "use-dist-ckpt", "save-interval", "manual-gc", "use-precision-aware-optimizer", "overlap-cpu-optimizer-d2h-h2d",
       "untie-embeddings-and-output-weights", "use-rotary-position-embeddings", "no-position-embedding", "attention-backend",
@@ -2147,6 +2148,26 @@ Status MegPutInt(Importer& im, const MegatronArgs& a, const std::string& n, cons
   if (!v.ok()) return v.status();
   if (*v) return im.Put(key, Str(**v), a.Get(n)->At(a.file));
   return Status::Ok();
+}
+
+// --rotary-base, --norm-epsilon, --use-rope-scaling [--rope-scaling-factor] (Llama 3.1's scaling with
+// Megatron's fixed low 1, high 4, original 8192 positions; the factor's default is 8).
+Status MegatronRopeImport(Importer& im, const MegatronArgs& a) {
+  for (const auto& [flag, key] : {std::pair{"rotary-base", "model.rope_theta"}, {"norm-epsilon", "model.norm_eps"}}) {
+    auto v = MegValue(im, a, flag);
+    if (!v.ok()) return v.status();
+    if (*v) GPUPLAN_RETURN_IF_ERROR(im.Put(key, **v, a.Get(flag)->At(a.file)));
+  }
+  const Flag* scaling = a.Get("use-rope-scaling");
+  if (!scaling) return Status::Ok();
+  auto factor = MegValue(im, a, "rope-scaling-factor");
+  if (!factor.ok()) return factor.status();
+  const Location at = scaling->At(a.file);
+  GPUPLAN_RETURN_IF_ERROR(im.Put("model.rope_scaling", "llama3", at));
+  GPUPLAN_RETURN_IF_ERROR(im.Put("model.rope_factor", factor->value_or("8"), a.Get("rope-scaling-factor") ? a.Get("rope-scaling-factor")->At(a.file) : at));
+  GPUPLAN_RETURN_IF_ERROR(im.Put("model.rope_low_freq_factor", "1", at));
+  GPUPLAN_RETURN_IF_ERROR(im.Put("model.rope_high_freq_factor", "4", at));
+  return im.Put("model.rope_original_max_positions", "8192", at);
 }
 
 Status MegatronModel(Importer& im, const MegatronArgs& a, int64_t tp) {
@@ -2202,6 +2223,7 @@ Status MegatronModel(Importer& im, const MegatronArgs& a, int64_t tp) {
   if (a.Get("add-qkv-bias")) GPUPLAN_RETURN_IF_ERROR(im.Put("model.qkv_bias", "true", a.Get("add-qkv-bias")->At(a.file)));
   const Flag* untie = a.Get("untie-embeddings-and-output-weights");
   GPUPLAN_RETURN_IF_ERROR(im.Put("model.tied_embeddings", untie ? "false" : "true", untie ? untie->At(a.file) : here));
+  GPUPLAN_RETURN_IF_ERROR(MegatronRopeImport(im, a));
   // Dropout: Megatron's defaults are 0.1 (hidden and attention); off only when both are 0.
   bool dropout = false;
   for (const char* d : {"hidden-dropout", "attention-dropout"}) {
@@ -2232,6 +2254,9 @@ Status MegatronModel(Importer& im, const MegatronArgs& a, int64_t tp) {
     im.Unresolved(here, "no --vocab-size: the vocabulary is the tokenizer's" + (*tok ? " (" + **tok + ")" : std::string()) + "; give --vocab");
     return Status::Ok();
   }
+  auto given = MegInt(im, a, "padded-vocab-size", 1, 1 << 24);  // the embedding's rows, as given
+  if (!given.ok()) return given.status();
+  if (*given) return im.Put("model.vocab", Str(**given), a.Get("padded-vocab-size")->At(a.file));
   auto div = MegInt(im, a, "make-vocab-size-divisible-by", 1, 1 << 20);
   if (!div.ok()) return div.status();
   const int64_t multiple = div->value_or(128) * tp;

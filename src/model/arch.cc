@@ -182,6 +182,24 @@ int64_t CountLoraParams(const Arch& a, const LoraSpec& lora) {
                 Wide{a.MoeLayers()} * experts_per_moe_layer * mlp(a.MoeFfn()));
 }
 
+// The rotary base, norm epsilon and rope scaling read from a preset, a config.json or job keys.
+static Status ValidateRope(const Arch& a) {
+  auto bad = [](const char* key, const std::string& why) { return Status::BadInput({"", 0, key}, why); };
+  if (!std::isfinite(a.rope_theta) || a.rope_theta <= 1 || a.rope_theta > 1e12) return bad("rope_theta", "must be in (1, 1e12]");
+  if (!std::isfinite(a.norm_eps) || a.norm_eps <= 0 || a.norm_eps > 0.1) return bad("norm_eps", "must be in (0, 0.1]");
+  if (a.rope_scaling == RopeScaling::kNone) return Status::Ok();
+  if (!std::isfinite(a.rope_factor) || a.rope_factor < 1 || a.rope_factor > 1e4)
+    return bad("rope_factor", "must be in 1..1e4 with rope_scaling " + ToString(a.rope_scaling));
+  if (a.rope_original_max_positions < 0 || a.rope_original_max_positions > (int64_t{1} << 24))
+    return bad("rope_original_max_positions", "must be in 0..2^24");
+  if (a.rope_scaling != RopeScaling::kLlama3) return Status::Ok();
+  // Llama 3.1 (transformers _compute_llama3_parameters): low < high, both > 0, original positions given.
+  if (!(a.rope_low_freq_factor > 0) || !(a.rope_high_freq_factor > a.rope_low_freq_factor) || !std::isfinite(a.rope_high_freq_factor))
+    return bad("rope_high_freq_factor", "llama3 rope scaling needs 0 < rope_low_freq_factor < rope_high_freq_factor");
+  if (a.rope_original_max_positions <= 0) return bad("rope_original_max_positions", "must be > 0 with llama3 rope scaling");
+  return Status::Ok();
+}
+
 Status ValidateArch(const Arch& a, const Location& where) {
   auto bad = [&](const std::string& key, const std::string& why) {
     Location l = where;
@@ -220,6 +238,7 @@ Status ValidateArch(const Arch& a, const Location& where) {
   }
   if (a.position == PositionKind::kLearned && a.max_positions <= 0)
     return bad("max_positions", "must be > 0 with learned positions");
+  if (Status st = ValidateRope(a); !st.ok()) return bad(st.location().key, st.reason());
   // Every dimension in a sane range (so that CountWide is exact), then the count itself.
   const int64_t kMax = int64_t{1} << 24;
   const std::pair<const char*, int64_t> dims[] = {
@@ -287,6 +306,24 @@ std::string ToString(MlpKind k) {
   return "swiglu";
 }
 std::string ToString(NormKind k) { return k == NormKind::kLayerNorm ? "layernorm" : "rmsnorm"; }
+std::string ToString(RopeScaling k) {
+  switch (k) {
+    case RopeScaling::kNone: return "none";
+    case RopeScaling::kLlama3: return "llama3";
+    case RopeScaling::kLinear: return "linear";
+    case RopeScaling::kDynamic: return "dynamic";
+    case RopeScaling::kYarn: return "yarn";
+  }
+  return "none";
+}
+
+Result<RopeScaling> ParseRopeScaling(const std::string& s, const Location& where) {
+  for (RopeScaling k : {RopeScaling::kNone, RopeScaling::kLlama3, RopeScaling::kLinear, RopeScaling::kDynamic, RopeScaling::kYarn})
+    if (s == ToString(k)) return k;
+  if (s == "default") return RopeScaling::kNone;  // transformers' name for plain rotary
+  return Status::BadInput(where, "unknown rope scaling '" + s + "' (none, llama3, linear, dynamic, yarn)");
+}
+
 std::string ToString(PositionKind k) {
   switch (k) {
     case PositionKind::kLearned: return "learned";

@@ -33,6 +33,12 @@ struct Reader {
     if (!root[key].IsScalar()) return Status::BadInput(At(key), "expected a number");
     return ParseInteger(root[key].Scalar(), At(key), min, 1'000'000'000);
   }
+  // A finite decimal (rope_theta, rms_norm_eps), or the fallback when missing or null.
+  Result<double> RealOr(const std::string& key, double fallback) const {
+    if (!Has(key)) return fallback;
+    if (!root[key].IsScalar()) return Status::BadInput(At(key), "expected a number");
+    return ParseDecimal(root[key].Scalar(), At(key));
+  }
   // A missing key and JSON null (DeepSeek-V2-Lite's "q_lora_rank": null) both give the fallback.
   Result<int64_t> IntOr(const std::string& key, int64_t fallback, int64_t min = 0) const {
     return Has(key) ? Int(key, min) : Result<int64_t>(fallback);
@@ -219,6 +225,52 @@ Status ReadGptNeox(const Reader& r, Arch& a) {
   return Status::Ok();
 }
 
+// The defaults transformers uses when a key is left out: rope_theta and the norm epsilon of each
+// family's config class (LlamaConfig 10000 / 1e-6, MixtralConfig 1e6 / 1e-5, GPT2Config 1e-5, ...).
+struct RopeDefaults {
+  double theta;
+  double eps;
+};
+RopeDefaults FamilyRopeDefaults(const std::string& type) {
+  if (type == "mixtral") return {1e6, 1e-5};
+  if (type == "gpt2" || type == "gpt_neox") return {10000, 1e-5};
+  return {10000, 1e-6};  // llama, mistral, qwen2, qwen3(_moe), deepseek_v2/v3, gemma 1/2/3
+}
+
+// rope_scaling {rope_type|type, factor, low_freq_factor, high_freq_factor,
+// original_max_position_embeddings}; null, {} and "default" are plain rotary.
+Status ReadRopeScaling(const Reader& r, const std::string& key, Arch& a) {
+  const YAML::Node n = r.root[key];
+  if (!n || n.IsNull() || (n.IsMap() && n.size() == 0)) return Status::Ok();
+  if (!n.IsMap()) return Status::BadInput(r.At(key), "expected an object or null");
+  const Reader in{n, r.file};
+  std::string type;
+  ASSIGN_OR_RETURN(type, in.StrOr("rope_type", ""));
+  if (type.empty()) ASSIGN_OR_RETURN(type, in.StrOr("type", "default"));
+  auto kind = ParseRopeScaling(type, r.At(key));
+  if (!kind.ok()) return kind.status();
+  a.rope_scaling = *kind;
+  if (a.rope_scaling == RopeScaling::kNone) return Status::Ok();
+  ASSIGN_OR_RETURN(a.rope_factor, in.RealOr("factor", 0));
+  ASSIGN_OR_RETURN(a.rope_low_freq_factor, in.RealOr("low_freq_factor", 0));
+  ASSIGN_OR_RETURN(a.rope_high_freq_factor, in.RealOr("high_freq_factor", 0));
+  ASSIGN_OR_RETURN(a.rope_original_max_positions, in.IntOr("original_max_position_embeddings", 0));
+  return Status::Ok();
+}
+
+// rope_theta (gpt_neox: rotary_emb_base), the norm epsilon (rms_norm_eps, layer_norm_eps,
+// layer_norm_epsilon) and rope_scaling; transformers 5 nests theta and scaling in rope_parameters.
+Status ReadRope(const Reader& top, const std::string& type, Arch& a) {
+  const bool nested = top.root["rope_parameters"] && top.root["rope_parameters"].IsMap();
+  const Reader rope = nested ? Reader{top.root["rope_parameters"], top.file} : top;
+  const RopeDefaults d = FamilyRopeDefaults(type);
+  ASSIGN_OR_RETURN(a.rope_theta, rope.RealOr(type == "gpt_neox" ? "rotary_emb_base" : "rope_theta", d.theta));
+  const char* eps_key = type == "gpt2" ? "layer_norm_epsilon" : type == "gpt_neox" ? "layer_norm_eps" : "rms_norm_eps";
+  ASSIGN_OR_RETURN(a.norm_eps, top.RealOr(eps_key, d.eps));
+  // transformers 5: rope_parameters {rope_type, rope_theta, factor, ...} in one object.
+  return ReadRopeScaling(top, nested ? "rope_parameters" : "rope_scaling", a);
+}
+
 // Named after the checkpoint folder (".../Llama-2-7b-hf/config.json") or the file's stem.
 std::string NameFromPath(std::string stem, const std::string& type) {
   if (auto slash = stem.find_last_of('/'); slash != std::string::npos) {
@@ -234,7 +286,15 @@ constexpr const char* kSupported =
     "llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, deepseek_v2, deepseek_v3, gemma, gemma2, gemma3_text, "
     "gemma3, gpt2, gpt_neox";
 
+Status ReadShape(const Reader& r, const std::string& type, Arch& a);
+
 Status ReadFamily(const Reader& r, const std::string& type, Arch& a) {
+  GPUPLAN_RETURN_IF_ERROR(ReadShape(r, type, a));
+  if (type == "gemma3") return ReadRope(Reader{r.root["text_config"], r.file}, "gemma3_text", a);
+  return ReadRope(r, type, a);
+}
+
+Status ReadShape(const Reader& r, const std::string& type, Arch& a) {
   if (type == "llama" || type == "mistral" || type == "mixtral" || type == "qwen2" || type == "qwen3" ||
       type == "qwen3_moe")
     return ReadLlamaFamily(r, type, a);
@@ -310,6 +370,11 @@ Status AtConfigKey(const Status& st, const Reader& r, const std::string& type) {
       {"qk_nope_head_dim", {"qk_nope_head_dim"}},
       {"qk_rope_head_dim", {"qk_rope_head_dim"}},
       {"mla", {"kv_lora_rank"}},
+      {"rope_theta", {"rope_theta", "rotary_emb_base"}},
+      {"norm_eps", {"rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon"}},
+      {"rope_factor", {"rope_scaling", "rope_parameters"}},
+      {"rope_high_freq_factor", {"rope_scaling", "rope_parameters"}},
+      {"rope_original_max_positions", {"rope_scaling", "rope_parameters"}},
       {"shape", {"hidden_size", "n_embd"}}};
   const YAML::Node obj = type == "gemma3" && r.root["text_config"] ? r.root["text_config"] : r.root;
   const std::string prefix = type == "gemma3" ? "text_config." : "";

@@ -10,6 +10,31 @@ namespace gpuplan {
 
 namespace {
 
+// Rotary base, norm epsilon and rope scaling (config.json rope_theta, rms_norm_eps, rope_scaling):
+// optional columns, blank = the Arch default; ValidateArch checks the ranges.
+Status RopeFromRow(const CsvRecord& r, Arch& a) {
+  auto real = [&](const char* col, double& out) -> Status {
+    auto v = r.OptNumber(col);
+    if (!v.ok()) return v.status();
+    if (*v) out = **v;
+    return Status::Ok();
+  };
+  GPUPLAN_RETURN_IF_ERROR(real("rope_theta", a.rope_theta));
+  GPUPLAN_RETURN_IF_ERROR(real("norm_eps", a.norm_eps));
+  GPUPLAN_RETURN_IF_ERROR(real("rope_factor", a.rope_factor));
+  GPUPLAN_RETURN_IF_ERROR(real("rope_low_freq_factor", a.rope_low_freq_factor));
+  GPUPLAN_RETURN_IF_ERROR(real("rope_high_freq_factor", a.rope_high_freq_factor));
+  auto orig = r.OptInteger("rope_original_max_positions", 0, int64_t{1} << 24);
+  if (!orig.ok()) return orig.status();
+  if (*orig) a.rope_original_max_positions = **orig;
+  if (const std::string type = r.Str("rope_scaling"); !type.empty()) {
+    auto k = ParseRopeScaling(type, r.Where("rope_scaling"));
+    if (!k.ok()) return k.status();
+    a.rope_scaling = *k;
+  }
+  return Status::Ok();
+}
+
 Result<Arch> ArchFromRow(const CsvRecord& r) {
   Arch a;
   a.name = r.Str("id");
@@ -66,6 +91,7 @@ Result<Arch> ArchFromRow(const CsvRecord& r) {
     if (!b.ok()) return b.status();
     *field = *b;
   }
+  GPUPLAN_RETURN_IF_ERROR(RopeFromRow(r, a));
   GPUPLAN_RETURN_IF_ERROR(ValidateArch(a, r.Where("")));
   return a;
 }

@@ -403,5 +403,105 @@ TEST(Arch, ParamCountOverflowFromParamCountAcrossTheAcceptedRange) {
   }
 }
 
+// ---- rope_theta, the norm epsilon and rope_scaling (the engines' model flags) ----
+
+TEST(Arch, HfConfigCarriesRopeThetaNormEpsilonAndScaling) {
+  auto l31 = ArchFromHfConfig(Fixture("llama-3.1-70b.json"));
+  ASSERT_TRUE(l31.ok()) << l31.status().ToString();
+  EXPECT_EQ(l31->rope_theta, 500000);
+  EXPECT_EQ(l31->norm_eps, 1e-5);
+  EXPECT_EQ(l31->rope_scaling, RopeScaling::kLlama3);
+  EXPECT_EQ(l31->rope_factor, 8);
+  EXPECT_EQ(l31->rope_low_freq_factor, 1);
+  EXPECT_EQ(l31->rope_high_freq_factor, 4);
+  EXPECT_EQ(l31->rope_original_max_positions, 8192);
+  auto l2 = ArchFromHfConfig(Fixture("llama-2-7b.json"));  // no rope_theta key: LlamaConfig's 10000
+  ASSERT_TRUE(l2.ok());
+  EXPECT_EQ(l2->rope_theta, 10000);
+  EXPECT_EQ(l2->rope_scaling, RopeScaling::kNone);
+  auto l3 = ArchFromHfConfig(Fixture("llama-3-8b.json"));
+  ASSERT_TRUE(l3.ok());
+  EXPECT_EQ(l3->rope_theta, 500000);
+  EXPECT_EQ(l3->rope_scaling, RopeScaling::kNone);
+  auto q = ArchFromHfConfig(Fixture("qwen2.5-7b.json"));  // a trimmed config without the keys: Qwen2Config's defaults
+  ASSERT_TRUE(q.ok());
+  EXPECT_EQ(q->rope_theta, 10000);
+  EXPECT_EQ(q->norm_eps, 1e-6);
+  auto mx = ArchFromHfConfig(Fixture("mixtral-8x7b.json"));  // MixtralConfig's defaults
+  ASSERT_TRUE(mx.ok());
+  EXPECT_EQ(mx->rope_theta, 1e6);
+  EXPECT_EQ(mx->norm_eps, 1e-5);
+  auto d = ArchFromHfConfig(Fixture("deepseek-v3.json"));  // "type": "yarn"
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->rope_scaling, RopeScaling::kYarn);
+  EXPECT_EQ(d->rope_factor, 40);
+  EXPECT_EQ(d->rope_original_max_positions, 4096);
+  auto g = ArchFromHfConfig(Fixture("gpt2.json"));
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g->norm_eps, 1e-5);
+}
+
+TEST(Arch, PresetsCarryTheRopeAndEpsilonOfTheirConfigs) {
+  // The fixtures that carry rope_theta, the epsilon and rope_scaling verbatim.
+  for (const auto& [preset, file] :
+       {std::pair{"llama-3.1-70b", "llama-3.1-70b.json"}, {"qwen3-8b", "qwen3-8b.json"}, {"deepseek-v3", "deepseek-v3.json"},
+        {"deepseek-v2-lite", "deepseek-v2-lite.json"}, {"gemma-2-9b", "gemma-2-9b.json"}}) {
+    auto p = FindPreset(preset);
+    auto h = ArchFromHfConfig(Fixture(file));
+    ASSERT_TRUE(p.ok() && h.ok()) << preset;
+    EXPECT_EQ(p->rope_theta, h->rope_theta) << preset;
+    EXPECT_EQ(p->norm_eps, h->norm_eps) << preset;
+    EXPECT_EQ(p->rope_scaling, h->rope_scaling) << preset;
+    EXPECT_EQ(p->rope_factor, h->rope_factor) << preset;
+    EXPECT_EQ(p->rope_low_freq_factor, h->rope_low_freq_factor) << preset;
+    EXPECT_EQ(p->rope_high_freq_factor, h->rope_high_freq_factor) << preset;
+    EXPECT_EQ(p->rope_original_max_positions, h->rope_original_max_positions) << preset;
+  }
+  // The rest, from the published config.json each row cites (trimmed fixtures leave the keys out).
+  struct Published { const char* preset; double theta, eps; };
+  for (const Published& c : {Published{"llama-2-70b", 10000, 1e-5}, {"llama-3-70b", 500000, 1e-5}, {"llama-3-8b", 500000, 1e-5},
+                             {"mistral-7b", 10000, 1e-5}, {"mixtral-8x7b", 1e6, 1e-5}, {"qwen2.5-7b", 1e6, 1e-6},
+                             {"qwen2.5-72b", 1e6, 1e-5}}) {
+    auto p = FindPreset(c.preset);
+    ASSERT_TRUE(p.ok()) << c.preset;
+    EXPECT_EQ(p->rope_theta, c.theta) << c.preset;
+    EXPECT_EQ(p->norm_eps, c.eps) << c.preset;
+    EXPECT_EQ(p->rope_scaling, RopeScaling::kNone) << c.preset;
+  }
+  EXPECT_EQ(ArchFromHfConfig(Fixture("llama-3-8b.json"))->rope_theta, FindPreset("llama-3-8b")->rope_theta);
+  // Every row of data/models.csv loads (a bad rope cell would drop its row).
+  auto l31 = FindPreset("llama-3.1-8b");
+  ASSERT_TRUE(l31.ok());
+  EXPECT_EQ(l31->rope_scaling, RopeScaling::kLlama3);
+  EXPECT_EQ(Presets().size(), 21u);
+}
+
+TEST(Arch, HfConfigRopeErrorsAndTransformers5Layout) {
+  const std::string dir = ::testing::TempDir();
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir + "/" + name) << text;
+    return dir + "/" + name;
+  };
+  const std::string base = R"({"model_type": "llama", "hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4,
+ "intermediate_size": 512, "vocab_size": 1000,)";
+  auto bad = ArchFromHfConfig(write("rope-bad.json", base + "\n \"rope_scaling\": {\"rope_type\": \"warp\", \"factor\": 2}}"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().location().line, 3) << bad.status().ToString();
+  EXPECT_NE(bad.status().reason().find("warp"), std::string::npos);
+  auto missing = ArchFromHfConfig(write("rope-llama3.json", base + "\n \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8}}"));
+  ASSERT_FALSE(missing.ok());  // llama3 needs its frequency factors
+  EXPECT_EQ(missing.status().location().key, "rope_scaling") << missing.status().ToString();
+  auto eps = ArchFromHfConfig(write("rope-eps.json", base + "\n \"rms_norm_eps\": 0}"));
+  ASSERT_FALSE(eps.ok());
+  EXPECT_EQ(eps.status().location().key, "rms_norm_eps") << eps.status().ToString();
+  auto v5 = ArchFromHfConfig(write("rope-v5.json", base + R"(
+ "rope_parameters": {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 32.0, "low_freq_factor": 1.0,
+  "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}})"));
+  ASSERT_TRUE(v5.ok()) << v5.status().ToString();
+  EXPECT_EQ(v5->rope_theta, 500000);
+  EXPECT_EQ(v5->rope_factor, 32);
+  EXPECT_EQ(v5->rope_scaling, RopeScaling::kLlama3);
+}
+
 }  // namespace
 }  // namespace gpuplan

@@ -637,5 +637,116 @@ TEST(ExportEngines, AWrapperIsNotAnEngine) {
   EXPECT_EQ(r.status().code(), StatusCode::kInternal);
 }
 
+// ---- the model's own numbers (rope, norm epsilon, dropout, vocab padding) in every engine ----
+
+TEST(ExportMegatron, Llama3CarriesItsRotaryBaseNormEpsilonAndNoScaling) {
+  const auto a = MegatronArgs(Export(ExportFormat::kMegatron, MakePlan(With(k70b, "tp: 8, pp: 2, zero: 1, sequence_parallel: true"))));
+  EXPECT_EQ(After(a, "--rotary-base"), "500000");  // Megatron's default is 10000
+  EXPECT_EQ(After(a, "--use-rope-scaling"), "");    // Llama 3.0 has none
+  EXPECT_EQ(After(a, "--norm-epsilon"), "1e-05");
+  EXPECT_EQ(After(a, "--position-embedding-type"), "rope");
+  EXPECT_EQ(After(a, "--normalization"), "RMSNorm");
+  EXPECT_EQ(After(a, "--swiglu"), "<switch>");
+  EXPECT_EQ(After(a, "--untie-embeddings-and-output-weights"), "<switch>");
+  EXPECT_EQ(After(a, "--disable-bias-linear"), "<switch>");
+  EXPECT_EQ(After(a, "--add-qkv-bias"), "");
+  EXPECT_EQ(After(a, "--attention-dropout"), "0.0");  // Megatron's default is 0.1
+  EXPECT_EQ(After(a, "--hidden-dropout"), "0.0");
+  // 128256 = 501 x 256: divisible by 32 x tp 8, not by 64 x 8, so no padding row is added.
+  EXPECT_EQ(After(a, "--make-vocab-size-divisible-by"), "32");
+  EXPECT_EQ(After(a, "--padded-vocab-size"), "128256");
+}
+
+TEST(ExportMegatron, Llama31CarriesItsRopeScaling) {
+  const std::string job = R"(model: {preset: llama-3.1-70b}
+training: {micro_batch: 1, global_batch: 64, seq_len: 8192}
+cluster: {num_gpus: 16, gpus_per_node: 8}
+parallel: {tp: 8, pp: 2, zero: 1, sequence_parallel: true}
+)";
+  Files f = Export(ExportFormat::kMegatron, MakePlan(job));
+  const auto a = MegatronArgs(f);
+  EXPECT_EQ(After(a, "--rotary-base"), "500000");
+  EXPECT_EQ(After(a, "--use-rope-scaling"), "<switch>");
+  EXPECT_EQ(After(a, "--rope-scaling-factor"), "8");
+  // low 1, high 4, original 8192 are Megatron's fixed values: no warning.
+  EXPECT_EQ(f["megatron-args.sh"].content.find("WARNING: llama3 rope"), std::string::npos);
+  auto o = Overrides(f);
+  EXPECT_EQ(o["model.rotary_base"], "500000");
+  EXPECT_EQ(o["model.rope_scaling"], "true");
+  EXPECT_EQ(o["model.rope_scaling_factor"], "8");
+  EXPECT_EQ(o["model.layernorm_epsilon"], "1e-05");
+  EXPECT_EQ(o["model.share_embeddings_and_output_weights"], "false");
+  EXPECT_EQ(o["model.make_vocab_size_divisible_by"], "32");
+  // Llama 3.2's factor 32 with other frequency factors than Megatron's fixed ones is said, not dropped.
+  std::string odd_job = job;
+  odd_job.replace(odd_job.find("llama-3.1-70b}"), 14, "llama-3.1-70b, rope_factor: 32, rope_high_freq_factor: 2}");
+  auto odd = MakePlan(odd_job);
+  const std::string text = Export(ExportFormat::kMegatron, odd)["megatron-args.sh"].content;
+  EXPECT_NE(text.find("WARNING: llama3 rope scaling low 1, high 2"), std::string::npos) << text;
+}
+
+TEST(ExportMegatron, QkvBiasEpsilonTiedHeadAndVocabPaddingFollowTheModel) {
+  const auto q = MegatronArgs(Export(ExportFormat::kMegatron, MakePlan(R"(model: {preset: qwen2.5-7b}
+training: {micro_batch: 1, global_batch: 16, seq_len: 4096}
+cluster: {num_gpus: 8, gpus_per_node: 8}
+parallel: {tp: 4, zero: 1, sequence_parallel: true}
+)")));
+  EXPECT_EQ(After(q, "--add-qkv-bias"), "<switch>");
+  EXPECT_EQ(After(q, "--rotary-base"), "1000000");
+  EXPECT_EQ(After(q, "--norm-epsilon"), "1e-06");
+  EXPECT_EQ(After(q, "--padded-vocab-size"), "152064");
+  // gpt2: tied embeddings, biases, learned positions (no rotary flags), an odd vocab padded to tp.
+  const auto g = MegatronArgs(Export(ExportFormat::kMegatron, MakePlan(R"(model: {preset: gpt2}
+training: {method: pretrain, micro_batch: 1, global_batch: 16, seq_len: 1024}
+cluster: {num_gpus: 2, gpus_per_node: 2}
+parallel: {tp: 2, zero: 1}
+)")));
+  EXPECT_EQ(After(g, "--untie-embeddings-and-output-weights"), "");
+  EXPECT_EQ(After(g, "--disable-bias-linear"), "");
+  EXPECT_EQ(After(g, "--rotary-base"), "");
+  EXPECT_EQ(After(g, "--make-vocab-size-divisible-by"), "1");
+  EXPECT_EQ(After(g, "--padded-vocab-size"), "50258");
+}
+
+TEST(ExportMegatron, FineTuneSaysHowToLoadConvertedWeights) {
+  Files f = Export(ExportFormat::kMegatron, MakePlan(With(k70b, "tp: 8, pp: 2, zero: 1, sequence_parallel: true")));
+  const std::string& text = f["megatron-args.sh"].content;
+  EXPECT_NE(text.find("scripts/conversion/convert.sh import"), std::string::npos);
+  EXPECT_NE(text.find("--finetune --no-load-optim --no-load-rng"), std::string::npos);
+  EXPECT_EQ(After(MegatronArgs(f), "--pretrained-checkpoint"), "");  // not set: nothing to load
+  const std::string dir = WriteAll(f, "ft");
+  int rc = 0;
+  const std::string out =
+      Bash("GPUPLAN_PRETRAINED=/ckpt/l3 && source " + dir + "/megatron-args.sh && printf \"%s\\n\" \"${MEGATRON_ARGS[@]}\"", &rc);
+  std::filesystem::remove_all(dir);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("--pretrained-checkpoint\n/ckpt/l3\n"), std::string::npos) << out;
+  EXPECT_NE(Export(ExportFormat::kMegatron, MakePlan(With(k70b, "tp: 8, pp: 2, zero: 1, sequence_parallel: true")))["bridge-overrides.txt"]
+                .content.find("checkpoint.pretrained_checkpoint"),
+            std::string::npos);
+  // Pre-training starts from nothing: no loading advice.
+  std::string pre_job = With(k70b, "tp: 8, pp: 2, zero: 1, sequence_parallel: true");
+  pre_job.replace(pre_job.find("training: {"), 11, "training: {method: pretrain, ");
+  auto pre = Export(ExportFormat::kMegatron, MakePlan(pre_job));
+  EXPECT_EQ(pre["megatron-args.sh"].content.find("GPUPLAN_PRETRAINED"), std::string::npos);
+}
+
+TEST(ExportTorchtitan, FlavorRopeDifferencesAreSaid) {
+  const char* l3 = R"(model: {preset: llama-3-8b}
+training: {micro_batch: 1, global_batch: 64, seq_len: 8192}
+cluster: {num_gpus: 8, gpus_per_node: 8}
+parallel: {zero: 3}
+)";
+  const std::string t3 = Export(ExportFormat::kTorchtitan, MakePlan(l3))["torchtitan.toml"].content;
+  EXPECT_NE(t3.find("rope_theta 500000, norm_eps 1e-05, rope scaling none"), std::string::npos) << t3;
+  EXPECT_NE(t3.find("WARNING: the built-in 8B flavor"), std::string::npos) << t3;  // its flavor scales, Llama 3.0 does not
+  EXPECT_NE(t3.find("--checkpoint.initial_load_in_hf"), std::string::npos);
+  std::string l31 = l3;
+  l31.replace(l31.find("llama-3-8b"), 10, "llama-3.1-8b");
+  const std::string t31 = Export(ExportFormat::kTorchtitan, MakePlan(l31))["torchtitan.toml"].content;
+  EXPECT_EQ(t31.find("WARNING"), std::string::npos) << t31;
+  EXPECT_NE(t31.find("rope scaling llama3 (factor 8, low 1, high 4, original 8192)"), std::string::npos) << t31;
+}
+
 }  // namespace
 }  // namespace gpuplan

@@ -663,10 +663,11 @@ Args MegatronTrainingArgs(const LaunchPlan& p) {
   return m;
 }
 
-// --save / --save-interval / --async-save (megatron/training/config/training_config.py CheckpointConfig;
+// --save / --load / --save-interval / --async-save (megatron/training/config/training_config.py CheckpointConfig;
 // with the default torch_dist format async needs the persistent worker, arguments.py).
 Args MegatronCheckpointArgs(const LaunchPlan& p) {
-  Args m = {{"--save", p.checkpoint_dir}, {"--save-interval", Str(SaveSteps(p))}};
+  // --load on the same folder: a restart (failure, spot reclaim) resumes from the newest save.
+  Args m = {{"--save", p.checkpoint_dir}, {"--load", p.checkpoint_dir}, {"--save-interval", Str(SaveSteps(p))}};
   if (p.checkpoint_async) m.insert(m.end(), {{"--async-save", ""}, {"--use-persistent-ckpt-worker", ""}});
   return m;
 }

@@ -2105,7 +2105,8 @@ const std::set<std::string>& MegatronNoEffect() {
       "no-gradient-accumulation-fusion", "seed", "moe-grouped-gemm", "moe-router-load-balancing-type", "moe-aux-loss-coeff",
       "moe-token-dispatcher-type", "expert-tensor-parallel-size", "rotary-percent", "loss-scale", "pretrained-checkpoint",
       "initial-loss-scale", "min-loss-scale", "loss-scale-window", "hysteresis", "distributed-timeout-minutes", "num-workers",
-      "ckpt-format", "use-dist-ckpt", "save-interval", "manual-gc", "use-precision-aware-optimizer", "overlap-cpu-optimizer-d2h-h2d",
+      "ckpt-format", "use-dist-ckpt", "save-interval", "save", "load", "use-persistent-ckpt-worker", "finetune",
+      "no-load-optim", "no-load-rng", "exit-on-missing-checkpoint", "manual-gc", "use-precision-aware-optimizer", "overlap-cpu-optimizer-d2h-h2d",
       "untie-embeddings-and-output-weights", "use-rotary-position-embeddings", "no-position-embedding", "attention-backend",
       "moe-shared-expert-intermediate-size", "moe-layer-freq", "multi-latent-attention", "q-lora-rank", "kv-lora-rank", "qk-head-dim",
       "qk-pos-emb-head-dim", "v-head-dim", "cross-entropy-loss-fusion", "bias-swiglu-fusion", "apply-layernorm-1p"};

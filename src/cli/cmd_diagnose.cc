@@ -130,7 +130,7 @@ int CmdDiagnose(const std::vector<std::string>& argv) {
   if (!args.ok()) return Fail(args.status(), json);
   if (args->Has("help")) {
     std::printf("usage: gpuplan diagnose JOB.yaml [--symptom S]... [--gpu-util N --cpu-util N] [--tokens-per-s X | --log FILE]\n\n"
-                "Ranks likely causes (seed 003 §4's table, with the model's numbers) and the check that confirms each.\n\n%s",
+                "Ranks likely causes (docs/troubleshooting.md, with the model's numbers) and the check that confirms each.\n\n%s",
                 FlagHelp(DiagnoseFlags(), true, false).c_str());
     return 0;
   }

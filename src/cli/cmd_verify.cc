@@ -126,7 +126,7 @@ void PrintText(const VerifyReport& rep, const std::optional<PlanContext>& plan) 
     if (c.verdict == Verdict::kPass) continue;
     std::printf("          %s\n", c.message.c_str());
     if (!c.next.empty()) std::printf("          next: %s\n", c.next.c_str());
-    if (!c.troubleshooting.empty()) std::printf("          row: %s\n", c.troubleshooting.c_str());
+    if (!c.troubleshooting.empty()) std::printf("          see: %s\n", c.troubleshooting.c_str());
     if (!c.source.empty()) std::printf("          source: %s (%s; %s)\n", c.source.c_str(), c.date.c_str(), Where(c.rule).c_str());
   }
   bool any = false;

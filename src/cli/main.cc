@@ -25,7 +25,7 @@ const Command kCommands[] = {
     {"export", "write launch artefacts for a plan: deepspeed, accelerate, torchrun, megatron, torchtitan, slurm, kubernetes, skypilot, fabric", gpuplan::cli::CmdExport},
     {"import", "read ds_config.json / accelerate YAML / torchtitan TOML / Megatron or torchrun command lines into a job", gpuplan::cli::CmdImport},
     {"verify", "read nccl-tests/perftest/nvidia-smi/lspci/ibstat/fio/dcgmi/NCCL-log outputs: pass/warn/fail against the plan", gpuplan::cli::CmdVerify},
-    {"checklist", "seed 001's validation list for a plan: commands to run on the cluster and the numbers to reach", gpuplan::cli::CmdChecklist},
+    {"checklist", "the validation list for a plan: commands to run on the cluster and the numbers to reach", gpuplan::cli::CmdChecklist},
     {"probe", "measure this machine (CPU, NUMA, RAM, disks, NICs, RDMA, PCIe, GPUs; --bench storage|cpu|gpu) into the ledger", gpuplan::cli::CmdProbe},
     {"ledger", "the resource ledger (SQLite): list | show | export | forget | import", gpuplan::cli::CmdLedger},
     {"calibrate", "turn a pool's measured numbers (ledger) into calibration overrides for --calibration", gpuplan::cli::CmdCalibrate},

@@ -81,18 +81,20 @@ int CmdChecklist(const std::vector<std::string>& argv) {
                             .c_str());
     return 0;
   }
-  std::printf("checklist for %s: %lld node(s) x %lld %s%s\n(docs/troubleshooting.md#validation-list: run on the cluster, save each output, then verify)\n", lp->origin.c_str(),
+  std::string out;
+  Appendf(&out, "checklist for %s: %lld node(s) x %lld %s%s\n(docs/troubleshooting.md#validation-list: run on the cluster, save each output, then verify)\n", lp->origin.c_str(),
               static_cast<long long>(lp->nodes), static_cast<long long>(lp->gpus_per_node), pc->hw.gpu.id.c_str(),
               lp->nodes > 1 ? (", " + lp->network.id).c_str() : "");
   int n = 0;
   for (const auto& s : *steps) {
-    std::printf("\n%d. %s\n", ++n, s.title.c_str());
-    for (const auto& c : s.commands) std::printf("   $ %s\n", c.c_str());
-    if (!s.save_as.empty()) std::printf("   save: %s\n", s.save_as.c_str());
-    if (!s.expect.empty()) std::printf("   expect: %s\n", s.expect.c_str());
-    std::printf("   why: %s\n", s.why.c_str());
+    Appendf(&out, "\n%d. %s\n", ++n, s.title.c_str());
+    for (const auto& c : s.commands) Appendf(&out, "   $ %s\n", c.c_str());
+    if (!s.save_as.empty()) Appendf(&out, "   save: %s\n", s.save_as.c_str());
+    if (!s.expect.empty()) Appendf(&out, "   expect: %s\n", s.expect.c_str());
+    Appendf(&out, "   why: %s\n", s.why.c_str());
   }
-  std::printf("\nthen: %s\n", verify.c_str());
+  Appendf(&out, "\nthen: %s\n", verify.c_str());
+  PrintFitted(out);
   return 0;
 }
 

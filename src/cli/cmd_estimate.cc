@@ -61,7 +61,9 @@ int CmdEstimate(const std::vector<std::string>& argv) {
     if (!r.memory.fits) out["error"] = ErrorToJson(DoesNotFit(r.memory))["error"];
     std::printf("%s\n", DumpJson(out).c_str());
   } else {
-    std::printf("%s%s", EstimateToText(r, *format == Format::kMarkdown).c_str(), LedgerText(*args, measured).c_str());
+    const std::string text = EstimateToText(r, *format == Format::kMarkdown) + LedgerText(*args, measured);
+    if (*format == Format::kMarkdown) std::printf("%s", text.c_str());
+    else PrintFitted(text);
   }
   if (r.memory.fits) return 0;
   if (*format != Format::kJson) std::fprintf(stderr, "gpuplan: %s\n", DoesNotFit(r.memory).ToString().c_str());

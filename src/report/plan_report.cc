@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -196,6 +197,44 @@ std::string ReliabilityLine(const Plan& p) {
   return s;
 }
 
+// Rejections that are the search's own bookkeeping: layouts that cannot exist as written, not a choice a
+// user can change. The default text sums them up in one sentence; --explain (and the JSON) list each.
+std::string LayoutSentence(const std::string& code, const Job& job) {
+  if (code == "batch_not_divisible")
+    return "the global batch " + std::to_string(job.training.global_batch) + " is not divisible by micro-batch x dp";
+  if (code == "tp_crosses_nodes") return "tensor parallel would cross nodes";
+  if (code == "ep_layout") return "the experts do not divide over the layout";
+  if (code == "recompute_dominated") return "a lighter recompute already fits at that micro-batch";
+  return "";
+}
+
+std::string RejectedText(const PlanResult& r, const Job& job, bool md, bool explain) {
+  std::string out = md ? "\n### Rejected candidates\n\n" : "\nrejected, by reason\n";
+  std::vector<std::vector<std::string>> rows;
+  if (md || explain) {
+    for (const auto& x : r.rejected) rows.push_back({x.code, x.reason, std::to_string(x.count)});
+    return out + RenderTable({"code", "reason", "count"}, rows, md);
+  }
+  int64_t layouts = 0;
+  std::string why;
+  size_t count_w = 0;
+  for (const auto& x : r.rejected) {
+    const std::string s = LayoutSentence(x.code, job);
+    if (s.empty()) {
+      rows.push_back({WithThousands(x.count), x.reason});
+      count_w = std::max(count_w, rows.back()[0].size());
+      continue;
+    }
+    layouts += x.count;
+    why += (why.empty() ? "" : "; ") + s + " (" + WithThousands(x.count) + ")";
+  }
+  for (const auto& row : rows) out += "  " + std::string(count_w - row[0].size(), ' ') + row[0] + "  " + row[1] + "\n";
+  if (layouts > 0)
+    out += "  and " + WithThousands(layouts) + " layouts that cannot run as written: " + why + " (plan --explain lists the search's codes)\n";
+  if (rows.empty() && layouts == 0) out += "  none\n";
+  return out;
+}
+
 const char* kLegend =
     "legend: tpN tensor parallel; ppN pipeline stages, ppNxV = V interleaved virtual stages per rank; dpN data parallel; "
     "cpN context parallel; zN ZeRO stage (z3 = FSDP full shard); offload:optimizer = ZeRO-Offload, optimizer+params = ZeRO-Infinity; "
@@ -282,10 +321,7 @@ std::string PlanToText(const PlanResult& r, const Job& job, bool md, const PlanP
                       Layout(p), Hours(p.time_s), Usd(p.cost, p.cost.with_rerun_usd)});
     out += RenderTable({"instance", "GPUs", "layout", "time", "cost"}, rows, md);
   }
-  out += md ? "\n### Rejected candidates\n\n" : "\nrejected, by reason\n";
-  std::vector<std::vector<std::string>> rows;
-  for (const auto& x : r.rejected) rows.push_back({x.code, x.reason, std::to_string(x.count)});
-  out += RenderTable({"code", "reason", "count"}, rows, md);
+  out += RejectedText(r, job, md, ctx.explain);
   for (const auto& n : r.notes) out += "note: " + n + "\n";
   out += "\n" + std::string(kLegend);
   return out;

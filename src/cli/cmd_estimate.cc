@@ -75,8 +75,8 @@ int CmdValidate(const std::vector<std::string>& argv) {
   if (!args.ok()) return Fail(args.status());
   if (args->Has("help") || args->positional.empty()) {
     std::printf("usage: gpuplan validate RUNS.csv [MEMORY.csv ...] [--write docs/validation.md] [--all]\n\n"
-                "Predicts every usable row of a file with the columns of shared/validation/runs.csv (or memory.csv,\n"
-                "runs_vtrain.csv, peft_runs.csv) and prints predicted vs measured with median / p90 error by framework,\n"
+                "Predicts every usable row of a file in the validation formats (runs.csv, memory.csv, runs_vtrain.csv,\n"
+                "peft_runs.csv; docs/validation-rows.md) and prints predicted vs measured with median / p90 error by framework,\n"
                 "GPU family, method, scale and source, on the fit subset and the held-out rest of the stated split.\n"
                 "Writes docs/validation.md and data/error_bands.csv (the bands estimate and plan print).\n\n%s",
                 FlagHelp(kValidateFlags, false).c_str());

@@ -17,6 +17,7 @@ const std::vector<FlagSpec>& PlanFlags() {
   static const std::vector<FlagSpec> flags = [] {
     std::vector<FlagSpec> f = JobCommandFlags();
     f.push_back({"threads", true, "search threads (default 2)"});
+    f.push_back({"wide", false, "text: every column of the plans table (nodes, GPUs, recompute, MFU, goodput)"});
     f.push_back({"explain", false, "text: list every rejection of the search by its code (the JSON always does)"});
     for (auto& l : LedgerFlags()) f.push_back(l);
     return f;
@@ -75,7 +76,7 @@ int CmdPlan(const std::vector<std::string>& argv) {
   finished = true;
   if (bar.joinable()) bar.join();
   if (!result.ok()) return Fail(result.status(), json);
-  const PlanPrintContext print{catalog, cal, args->Has("explain")};  // each plan's efficiency note and error band
+  const PlanPrintContext print{catalog, cal, args->Has("explain"), args->Has("wide")};  // each plan's efficiency note and error band
   if (*format == Format::kJson) {
     nlohmann::json out = PlanToJson(*result, *job, print);
     if (args->Has("ledger")) out["ledger"] = LedgerJson(*args, measured);

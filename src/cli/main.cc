@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "gpuplan/text_width.h"
 #include "gpuplan/data.h"
 #include "gpuplan/report.h"
 #include "gpuplan/strings.h"
@@ -38,7 +39,11 @@ const Command kCommands[] = {
 void Usage(FILE* out) {
   std::fprintf(out, "gpuplan %s — plan GPU cloud setups for LLM training\n\nusage: gpuplan COMMAND [JOB.yaml] [--flags]\n\ncommands:\n",
                gpuplan::kVersion);
-  for (const auto& c : kCommands) std::fprintf(out, "  %-10s %s\n", c.name, c.help);
+  for (const auto& c : kCommands) {
+    char line[512];
+    std::snprintf(line, sizeof line, "  %-10s %s\n", c.name, c.help);
+    std::fputs(gpuplan::FitWidth(line, gpuplan::kTextWidth, 13).c_str(), out);
+  }
   std::fprintf(out, "\n'gpuplan COMMAND --help' lists a command's flags. Exit codes: 0 ok, 1 bad input, 2 infeasible, 3 internal.\n");
 }
 

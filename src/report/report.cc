@@ -1,4 +1,5 @@
 #include "gpuplan/report.h"
+#include "gpuplan/text_width.h"
 
 #include "gpuplan/data.h"
 
@@ -50,19 +51,29 @@ std::string RenderTable(const std::vector<std::string>& header, const std::vecto
   for (size_t i = 0; i < header.size(); ++i) w[i] = header[i].size();
   for (const auto& r : rows)
     for (size_t i = 0; i < r.size() && i < w.size(); ++i) w[i] = std::max(w[i], r[i].size());
+  // Text wider than a terminal: the last (text) column wraps inside its own column, so the table fits
+  // kTextWidth as long as the other columns leave it 24 columns.
+  size_t last_start = 0;
+  for (size_t i = 0; i + 1 < w.size(); ++i) last_start += w[i] + 2;
+  const bool wrap_last = !markdown && !w.empty() && last_start + w.back() > kTextWidth && last_start + 24 <= kTextWidth;
+  if (wrap_last) w.back() = kTextWidth - last_start;
   auto line = [&](const std::vector<std::string>& cells) {
     std::string out = markdown ? "| " : "";
     for (size_t i = 0; i < w.size(); ++i) {
       std::string c = i < cells.size() ? cells[i] : "";
+      if (wrap_last && i + 1 == w.size()) {
+        out += c;  // FitWidth below breaks it under its own column
+        break;
+      }
       // numbers right-aligned, text left-aligned
       bool numeric = !c.empty() && (std::isdigit(static_cast<unsigned char>(c[0])) || c[0] == '-' || c[0] == '+' || c[0] == '$') &&
                      c.find_first_of("abcdfghijklmnopqrstuvwxyz") == std::string::npos;
-      std::string pad(w[i] - c.size(), ' ');
+      std::string pad(w[i] > c.size() ? w[i] - c.size() : 0, ' ');
       out += numeric && i > 0 ? pad + c : c + pad;
       out += markdown ? " | " : (i + 1 < w.size() ? "  " : "");
     }
     while (!out.empty() && out.back() == ' ') out.pop_back();
-    return out + "\n";
+    return wrap_last ? FitWidth(out + "\n", kTextWidth, last_start) : out + "\n";
   };
   std::string out = line(header);
   if (markdown) {

@@ -85,7 +85,7 @@ ChecklistStep Collectives(const PlanContext& pc, const StepEstimate& est, const 
 // Each stage below is one step of docs/troubleshooting.md#validation-list (plus the RDMA and storage checks).
 ChecklistStep TinyJob(const LaunchPlan& lp, const HardwareContext& hw, bool amd, const std::string& plan_file) {
   return {"a tiny job first (a few steps)",
-          {"gpuplan export " + plan_file + " --to torchrun --out run/   # then run run/launch.sh on every node with your script's max-steps flag set to ~5",
+          {"gpuplan export " + plan_file + " --to torchrun --out run/   # then run/launch.sh on each node, ~5 steps",
            std::string(amd ? "rocm-smi --showmeminfo vram" : "nvidia-smi --query-gpu=index,memory.used,memory.total,utilization.gpu --format=csv -l 5") +
                "   # while it runs"},
           "",

@@ -60,7 +60,7 @@ run "$G" checklist examples/70b-full-finetune.yaml
 words out.txt "checklist"; width out.txt "checklist"
 run "$G" checklist plan.json --plan 2
 words out.txt "checklist plan.json"; width out.txt "checklist plan.json"
-for s in slow oom nccl-timeout loss-nan; do
+for s in slow-multinode oom nccl-timeout loss-nan slow-checkpoint; do
   run "$G" diagnose examples/70b-full-finetune.yaml --gpu h100 --num-gpus 32 --symptom "$s" --gpu-util 35 --cpu-util 95
   words out.txt "diagnose --symptom $s"; width out.txt "diagnose --symptom $s"
 done
@@ -81,7 +81,7 @@ if [ -n "$SHARED" ] && [ -d "$SHARED/fixtures/tool-outputs" ]; then
   done
   run "$G" verify --plan plan.json outs/*
   words out.txt "verify"; width out.txt "verify"
-  run "$G" diagnose examples/70b-full-finetune.yaml --gpu h100 --num-gpus 32 --log outs/*net-socket*.txt
+  run "$G" diagnose examples/70b-full-finetune.yaml --gpu h100 --num-gpus 32 --gpus-per-node 8 --file outs/*net-socket*.txt
   words out.txt "diagnose --log"; width out.txt "diagnose --log"
 fi
 [ "$fail" -eq 0 ] && echo "words and width: ok"

@@ -470,6 +470,22 @@ TEST(Checklist, CommandsAndNumbersForATwoNodePlan) {
 namespace gpuplan {
 namespace {
 
+// What verify prints for a rule speaks to users: its troubleshooting row is a section of
+// docs/troubleshooting.md that exists, and no cell cites the users' articles or internal notes.
+TEST(CheckRules, RowsPointAtTroubleshootingSectionsAndCiteNoInternalNotes) {
+  auto doc = ReadTextFile(std::string(GPUPLAN_SOURCE_DIR) + "/docs/troubleshooting.md");
+  ASSERT_TRUE(doc.ok()) << doc.status().ToString();
+  const std::string prefix = "docs/troubleshooting.md#";
+  for (const auto& r : Rules()) {
+    ASSERT_EQ(r.troubleshooting.rfind(prefix, 0), 0u) << r.id << ": " << r.troubleshooting;
+    const std::string anchor = r.troubleshooting.substr(prefix.size());
+    EXPECT_NE(doc->find("<a id=\"" + anchor + "\"></a>"), std::string::npos) << r.id << ": no section #" << anchor;
+    for (const std::string& cell : {r.source, r.next, r.troubleshooting})
+      for (const char* bad : {"seed 0", "seed0", "launch-serving-checks", "shared/", "notes.md", "exports-audit", "\xC2\xA7"})
+        EXPECT_EQ(cell.find(bad), std::string::npos) << r.id << " cites '" << bad << "': " << cell;
+  }
+}
+
 TEST(CheckRules, DocsListEveryCheckWithItsSource) {
   auto doc = ReadTextFile(std::string(GPUPLAN_SOURCE_DIR) + "/docs/checks.md");
   ASSERT_TRUE(doc.ok()) << doc.status().ToString();

@@ -1,13 +1,25 @@
 #!/usr/bin/env bash
 # Installs what gpuplan needs from Debian 12 packages, only what is missing.
+#   bash scripts/deps.sh          what building and running the gpuplan binary needs (scripts/demo.sh)
+#   bash scripts/deps.sh --test   that plus what the tests, benchmarks and fuzzers need (scripts/test.sh)
 set -euo pipefail
-# libtomlplusplus-dev: the TOML parser behind `gpuplan import` of torchtitan configs. slurm-wlm + munge: the
-# real Slurm that tests/launch/slurm_test.sh starts on localhost and submits the exported sbatch script to.
-# clang + libclang-rt-14-dev: libFuzzer and the sanitizer runtimes for scripts/fuzz.sh (Debian 12 ships
-# libclang_rt.fuzzer-x86_64.a in libclang-rt-14-dev, which --no-install-recommends leaves out).
-pkgs=(build-essential cmake libyaml-cpp-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev python3-torch
-      clang libclang-rt-14-dev libtomlplusplus-dev slurm-wlm munge python3-yaml python3-toml
-      libsqlite3-dev sqlite3 libhwloc-dev pkg-config fio)
+# Build and run: a C++20 compiler and CMake; yaml-cpp and nlohmann-json (job files, JSON output);
+# libtomlplusplus-dev: the TOML parser behind `gpuplan import` of torchtitan configs; SQLite: the resource
+# ledger; hwloc through pkg-config: the probe's CPU and NUMA topology.
+pkgs=(build-essential cmake libyaml-cpp-dev nlohmann-json3-dev libtomlplusplus-dev libsqlite3-dev libhwloc-dev pkg-config)
+if [ "${1:-}" = "--test" ]; then
+  # Tests: GoogleTest/GoogleMock, Google Benchmark (bench/), python3-torch (tests/groundtruth: PyTorch on the CPU),
+  # slurm-wlm + munge (the real Slurm that tests/launch/slurm_test.sh starts on localhost and submits the exported
+  # sbatch script to), python3-yaml/-toml (the launch tests read the exports back), sqlite3 (the ledger under
+  # kill -9), fio (tests/real), clang + libclang-rt-14-dev (libFuzzer and the sanitizer runtimes for
+  # scripts/fuzz.sh; Debian 12 ships libclang_rt.fuzzer-x86_64.a in libclang-rt-14-dev, which
+  # --no-install-recommends leaves out).
+  pkgs+=(libgtest-dev libgmock-dev libbenchmark-dev python3-torch clang libclang-rt-14-dev slurm-wlm munge python3-yaml
+         python3-toml sqlite3 fio)
+elif [ -n "${1:-}" ]; then
+  echo "usage: bash scripts/deps.sh [--test]" >&2
+  exit 1
+fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

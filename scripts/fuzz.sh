@@ -34,7 +34,7 @@ jobs="${FUZZ_JOBS:-$(nproc)}"
 declare -A max_len=([job]=4096 [hf_config]=4096 [catalog]=8192 [calibration]=8192 [validation]=8192)
 
 for tool in clang clang++; do
-  command -v "$tool" > /dev/null || { echo "fuzz.sh: $tool not found (bash scripts/deps.sh installs it)" >&2; exit 1; }
+  command -v "$tool" > /dev/null || { echo "fuzz.sh: $tool not found (bash scripts/deps.sh --test installs it)" >&2; exit 1; }
 done
 
 # -O1 and line tables only: the fuzzers build in about half the time of RelWithDebInfo and still

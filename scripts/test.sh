@@ -3,7 +3,7 @@
 # then the unit/property/e2e/golden tests again under AddressSanitizer + UBSan.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/deps.sh
+bash scripts/deps.sh --test
 bash scripts/build.sh
 ctest --test-dir build --output-on-failure -j "$(nproc)"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DGPUPLAN_SANITIZE=ON -DGPUPLAN_BUILD_BENCH=OFF > /dev/null

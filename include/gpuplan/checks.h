@@ -40,7 +40,7 @@ struct CheckRule {
   CheckBasis basis = CheckBasis::kAbsolute;
   std::optional<double> reference;
   std::string severity;    // fail | warn: what missing the threshold means
-  std::string troubleshooting;  // the seed's row it leads to ("seed 003 §4: 多机训练...NCCL超时")
+  std::string troubleshooting;  // the docs/troubleshooting.md section it leads to ("docs/troubleshooting.md#nccl-timeout")
   std::string next;        // what to do, with {measured} {expected} {unit} filled in
   std::string source, date;
   Location where;          // checks.csv:line

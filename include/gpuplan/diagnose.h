@@ -50,7 +50,7 @@ struct Cause {
   std::string evidence;  // with the model's numbers
   std::string confirm;   // the check that would confirm it (a command)
   std::string fix;       // what to change
-  std::string source;    // the troubleshooting row it comes from (seed, section)
+  std::string source;    // the docs/troubleshooting.md section it comes from
   double score = 0;      // 0..1, how strongly the evidence points here
 };
 

@@ -89,6 +89,8 @@ namespace gpuplan {
 struct PlanPrintContext {
   const Catalog* catalog = nullptr;      // Default: none.
   const Calibration* cal = nullptr;      // Default: none (Calibration::Builtin() when a catalog is given).
+  bool explain = false;                  // Default: false. Text: every rejection code of the search, not the summary.
+  bool wide = false;                     // Default: false. Text: every column of the plans table (MFU, goodput, ...).
 };
 nlohmann::json PlanToJson(const PlanResult& r, const Job& job, const PlanPrintContext& ctx = {});
 std::string PlanToText(const PlanResult& r, const Job& job, bool markdown, const PlanPrintContext& ctx = {});

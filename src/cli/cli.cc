@@ -3,11 +3,13 @@
 #include "commands.h"
 
 #include <algorithm>
+#include <cstdarg>
 #include <cstdio>
 
 #include "gpuplan/job_keys.h"
 #include "gpuplan/launch.h"
 #include "gpuplan/strings.h"
+#include "gpuplan/text_width.h"
 
 namespace gpuplan::cli {
 
@@ -201,7 +203,7 @@ std::string FlagHelp(const std::vector<FlagSpec>& own, bool job_flags, bool cons
     std::string f = "  --" + flag;
     if (f.size() < 26) f += std::string(26 - f.size(), ' ');
     else f += "  ";
-    out += f + help + "\n";
+    out += FitWidth(f + help + "\n", kTextWidth, 28);
   };
   for (const auto& f : own) line(f.name + (f.takes_value ? " V" : ""), f.help);
   if (job_flags) {
@@ -211,5 +213,22 @@ std::string FlagHelp(const std::vector<FlagSpec>& own, bool job_flags, bool cons
   }
   return out;
 }
+
+void Appendf(std::string* out, const char* fmt, ...) {
+  va_list ap, ap2;
+  va_start(ap, fmt);
+  va_copy(ap2, ap);
+  const int n = std::vsnprintf(nullptr, 0, fmt, ap);
+  va_end(ap);
+  if (n > 0) {
+    const size_t at = out->size();
+    out->resize(at + static_cast<size_t>(n) + 1);
+    std::vsnprintf(out->data() + at, static_cast<size_t>(n) + 1, fmt, ap2);
+    out->resize(at + static_cast<size_t>(n));
+  }
+  va_end(ap2);
+}
+
+void PrintFitted(const std::string& text) { std::fputs(FitWidth(text).c_str(), stdout); }
 
 }  // namespace gpuplan::cli

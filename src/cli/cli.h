@@ -77,4 +77,9 @@ Status DoesNotFit(const MemoryReport& r);
 // The flags every job command (memory, estimate, plan) takes.
 const std::vector<FlagSpec>& JobCommandFlags();
 
+// Text printers build their output with Appendf, then PrintFitted prints it wrapped to kTextWidth columns
+// (gpuplan/text_width.h): the default text output fits a 120-column terminal.
+void Appendf(std::string* out, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+void PrintFitted(const std::string& text);
+
 }  // namespace gpuplan::cli

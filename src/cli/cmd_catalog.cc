@@ -14,6 +14,7 @@ const std::vector<FlagSpec> kListFlags = {
     {"json", false, "JSON output"},
     {"format", true, "text|md|json|csv (default text)"},
     {"catalog", true, "extra catalog CSV; repeatable"},
+    {"wide", false, "text: every column (names, aliases, sources); md, json and csv always have them"},
     {"help", false, "this help"},
 };
 std::string Num(const std::optional<double>& v, double scale, const char* fmt = "%.0f") {
@@ -24,6 +25,27 @@ std::string Num(const std::optional<double>& v, double scale, const char* fmt = 
 }
 
 int Print(Format f, const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows);
+
+// The default text table keeps the key columns (`keep`, by header name) so it fits a terminal; --wide,
+// md, json and csv print every column.
+int PrintNarrowable(Format f, bool wide, const std::vector<std::string>& keep, const std::vector<std::string>& header,
+                    const std::vector<std::vector<std::string>>& rows) {
+  if (f != Format::kText || wide) return Print(f, header, rows);
+  std::vector<size_t> cols;
+  for (const auto& k : keep)
+    for (size_t i = 0; i < header.size(); ++i)
+      if (header[i] == k) cols.push_back(i);
+  std::vector<std::string> h;
+  for (size_t c : cols) h.push_back(header[c]);
+  std::vector<std::vector<std::string>> out;
+  for (const auto& r : rows) {
+    std::vector<std::string> cells;
+    for (size_t c : cols) cells.push_back(c < r.size() ? r[c] : "");
+    out.push_back(std::move(cells));
+  }
+  std::printf("%s(the key columns; --wide or --format csv for every column)\n", RenderTable(h, out, false).c_str());
+  return 0;
+}
 
 // --format csv: the rows as a --catalog file (data/<kind>.csv's header, each row's own cells from
 // the file it was loaded from), so `gpuplan catalog gpus --format csv > my.csv` is a valid start.
@@ -150,25 +172,29 @@ int CmdCatalog(const std::vector<std::string>& argv) {
                       Num(g.mem_bw_bytes_per_s, 1e9), Num(g.bf16_flops, 1e12, "%.1f"), Num(g.fp8_flops, 1e12, "%.1f"),
                       g.intra_link, Num(g.nvlink_bytes_per_s_per_dir, 1e9), aliases, g.source});
     }
-    return Print(*format, {"id", "name", "memory_GiB", "hbm_GB/s", "bf16_TFLOP/s", "fp8_TFLOP/s", "intra_link", "nvlink_GB/s/dir", "aliases", "source"}, rows);
+    return PrintNarrowable(*format, args->Has("wide"), {"id", "memory_GiB", "hbm_GB/s", "bf16_TFLOP/s", "fp8_TFLOP/s", "intra_link", "nvlink_GB/s/dir"},
+                           {"id", "name", "memory_GiB", "hbm_GB/s", "bf16_TFLOP/s", "fp8_TFLOP/s", "intra_link", "nvlink_GB/s/dir", "aliases", "source"}, rows);
   }
   if (what == "links") {
     for (const auto& l : cat->links)
       rows.push_back({l.id, l.kind, l.name, Num(l.bw_bytes_per_s_per_dir, 1e9, "%.2f"), Num(l.latency_s, 1e-6, "%.1f"), l.source});
-    return Print(*format, {"id", "kind", "name", "GB/s/dir", "latency_us", "source"}, rows);
+    return PrintNarrowable(*format, args->Has("wide"), {"id", "kind", "name", "GB/s/dir", "latency_us"},
+                           {"id", "kind", "name", "GB/s/dir", "latency_us", "source"}, rows);
   }
   if (what == "instances") {
     for (const auto& i : cat->instances)
       rows.push_back({i.id, i.provider, i.gpu_id, std::to_string(i.gpu_count), i.intra_link, Num(i.network_bits_per_s, 1e9),
                       i.network_kind, i.rdma, Num(i.on_demand_usd_per_hour, 1, "%.2f"), Num(i.spot_usd_per_hour, 1, "%.2f"),
                       i.price_date});
-    return Print(*format, {"id", "provider", "gpu", "gpus", "intra_link", "net_Gb/s", "net", "rdma", "on_demand_$/h", "spot_$/h", "price_date"}, rows);
+    return PrintNarrowable(*format, args->Has("wide"), {"id", "gpu", "gpus", "net_Gb/s", "rdma", "on_demand_$/h", "spot_$/h", "price_date"},
+                           {"id", "provider", "gpu", "gpus", "intra_link", "net_Gb/s", "net", "rdma", "on_demand_$/h", "spot_$/h", "price_date"}, rows);
   }
   if (what == "storage") {
     for (const auto& s : cat->storage)
       rows.push_back({s.id, s.provider, s.tier, Num(s.read_bytes_per_s, 1e6), Num(s.write_bytes_per_s, 1e6),
                       Num(s.usd_per_gb_month, 1, "%.3f"), s.throughput_scope});
-    return Print(*format, {"id", "provider", "tier", "read_MB/s", "write_MB/s", "$/GB-month", "scope"}, rows);
+    return PrintNarrowable(*format, args->Has("wide"), {"id", "tier", "read_MB/s", "write_MB/s", "$/GB-month"},
+                           {"id", "provider", "tier", "read_MB/s", "write_MB/s", "$/GB-month", "scope"}, rows);
   }
   return Fail(Status::BadInput({"command line", 0, what}, "expected gpus, links, instances or storage"), json);
 }

@@ -1,4 +1,4 @@
-// gpuplan checklist JOB.yaml|PLAN.json [--plan N]: seed 001 §6.3's validation list for one plan, with
+// gpuplan checklist JOB.yaml|PLAN.json [--plan N]: the validation list (docs/troubleshooting.md) for one plan, with
 // the exact commands for its nodes, the file to save each output to, and the number each should reach;
 // `gpuplan verify --plan ... FILES` reads the saved outputs back (docs/checks.md "Checklist").
 #include <cstdio>
@@ -37,9 +37,10 @@ int CmdChecklist(const std::vector<std::string>& argv) {
   if (!args.ok()) return Fail(args.status(), json);
   if (args->Has("help")) {
     std::printf("usage: gpuplan checklist JOB.yaml|PLAN.json [--plan N]\n\n"
-                "Prints seed 001's validation list for the plan (a tiny job, topo -m, clocks, PCIe, ib_write_bw, nccl-tests,\n"
-                "the NCCL transport, storage, dcgmi, a checkpoint round trip, the profiler) with the commands for its nodes and\n"
-                "the number each should reach; save the outputs and run `gpuplan verify --plan FILE OUTPUTS...`.\n\n%s",
+                "Prints the validation list for the plan (a tiny job, topo -m, clocks, PCIe, ib_write_bw, nccl-tests, the NCCL\n"
+                "transport, storage, dcgmi, a checkpoint round trip, the profiler) with the commands for its nodes and the number\n"
+                "each should reach; save the outputs and run `gpuplan verify --plan FILE OUTPUTS...`.\n"
+                "Why each step: docs/troubleshooting.md#validation-list.\n\n%s",
                 FlagHelp(ChecklistFlags(), false).c_str());
     return 0;
   }
@@ -80,18 +81,20 @@ int CmdChecklist(const std::vector<std::string>& argv) {
                             .c_str());
     return 0;
   }
-  std::printf("checklist for %s: %lld node(s) x %lld %s%s\n(seed 001 §6.3; run on the cluster, save each output, then verify)\n", lp->origin.c_str(),
+  std::string out;
+  Appendf(&out, "checklist for %s: %lld node(s) x %lld %s%s\n(docs/troubleshooting.md#validation-list: run on the cluster, save each output, then verify)\n", lp->origin.c_str(),
               static_cast<long long>(lp->nodes), static_cast<long long>(lp->gpus_per_node), pc->hw.gpu.id.c_str(),
               lp->nodes > 1 ? (", " + lp->network.id).c_str() : "");
   int n = 0;
   for (const auto& s : *steps) {
-    std::printf("\n%d. %s\n", ++n, s.title.c_str());
-    for (const auto& c : s.commands) std::printf("   $ %s\n", c.c_str());
-    if (!s.save_as.empty()) std::printf("   save: %s\n", s.save_as.c_str());
-    if (!s.expect.empty()) std::printf("   expect: %s\n", s.expect.c_str());
-    std::printf("   why: %s\n", s.why.c_str());
+    Appendf(&out, "\n%d. %s\n", ++n, s.title.c_str());
+    for (const auto& c : s.commands) Appendf(&out, "   $ %s\n", c.c_str());
+    if (!s.save_as.empty()) Appendf(&out, "   save: %s\n", s.save_as.c_str());
+    if (!s.expect.empty()) Appendf(&out, "   expect: %s\n", s.expect.c_str());
+    Appendf(&out, "   why: %s\n", s.why.c_str());
   }
-  std::printf("\nthen: %s\n", verify.c_str());
+  Appendf(&out, "\nthen: %s\n", verify.c_str());
+  PrintFitted(out);
   return 0;
 }
 

@@ -130,7 +130,7 @@ int CmdDiagnose(const std::vector<std::string>& argv) {
   if (!args.ok()) return Fail(args.status(), json);
   if (args->Has("help")) {
     std::printf("usage: gpuplan diagnose JOB.yaml [--symptom S]... [--gpu-util N --cpu-util N] [--tokens-per-s X | --log FILE]\n\n"
-                "Ranks likely causes (seed 003 §4's table, with the model's numbers) and the check that confirms each.\n\n%s",
+                "Ranks likely causes (docs/troubleshooting.md, with the model's numbers) and the check that confirms each.\n\n%s",
                 FlagHelp(DiagnoseFlags(), true, false).c_str());
     return 0;
   }
@@ -154,24 +154,27 @@ int CmdDiagnose(const std::vector<std::string>& argv) {
     std::printf("%s\n", DumpJson(j).c_str());
     return 0;
   }
-  std::printf("expected %s tokens/s (step %s s)", WithThousands(static_cast<int64_t>(d->expected_tokens_per_s)).c_str(),
+  std::string out;
+  Appendf(&out, "expected %s tokens/s (step %s s)", WithThousands(static_cast<int64_t>(d->expected_tokens_per_s)).c_str(),
               FormatNumber("%.3f", d->expected_step_s).c_str());
   if (obs->tokens_per_s) {
     const Location& w = obs->tokens_per_s_from;
-    std::printf("; measured %s tokens/s (%s%s), %s%% of expected", WithThousands(static_cast<int64_t>(*obs->tokens_per_s)).c_str(), w.file.c_str(),
+    Appendf(&out, "; measured %s tokens/s (%s%s), %s%% of expected", WithThousands(static_cast<int64_t>(*obs->tokens_per_s)).c_str(), w.file.c_str(),
                 w.line ? (":" + std::to_string(w.line)).c_str() : (" " + w.key).c_str(),
                 FormatNumber("%.0f", 100 * *d->measured_over_expected).c_str());
   }
-  std::printf("\n");
+  Appendf(&out, "\n");
   if (d->causes.empty()) {
-    std::printf("no cause stands out: give what you saw (--symptom, --gpu-util/--cpu-util, --tokens-per-s or --log)\n");
+    Appendf(&out, "no cause stands out: give what you saw (--symptom, --gpu-util/--cpu-util, --tokens-per-s or --log)\n");
+    PrintFitted(out);
     return 0;
   }
   int n = 0;
   for (const auto& c : d->causes) {
-    std::printf("\n%d. %s  [%s, score %.2f]\n   evidence: %s\n   confirm:  %s\n   fix:      %s\n   source:   %s\n", ++n, c.title.c_str(),
+    Appendf(&out, "\n%d. %s  [%s, score %.2f]\n   evidence: %s\n   confirm:  %s\n   fix:      %s\n   source:   %s\n", ++n, c.title.c_str(),
                 c.id.c_str(), c.score, c.evidence.c_str(), c.confirm.c_str(), c.fix.c_str(), c.source.c_str());
   }
+  PrintFitted(out);
   return 0;
 }
 

@@ -12,8 +12,8 @@ namespace gpuplan::cli {
 
 namespace {
 const std::vector<FlagSpec> kValidateFlags = {
-    {"write", true, "Markdown report path (default docs/validation.md; '-' to skip)"},
-    {"bands", true, "error-band CSV path (default data/error_bands.csv when --write is not given; '-' to skip)"},
+    {"write", true, "Markdown report path, e.g. docs/validation.md (default: none, '-')"},
+    {"bands", true, "error-band CSV path, e.g. data/error_bands.csv (default: none, '-')"},
     {"all", false, "list every row, including those not predicted, with the reason"},
     {"max-median", true, "exit 2 if the median |error| of throughput rows exceeds this fraction"},
     {"max-p90", true, "exit 2 if the p90 |error| of throughput rows exceeds this fraction"},
@@ -61,7 +61,9 @@ int CmdEstimate(const std::vector<std::string>& argv) {
     if (!r.memory.fits) out["error"] = ErrorToJson(DoesNotFit(r.memory))["error"];
     std::printf("%s\n", DumpJson(out).c_str());
   } else {
-    std::printf("%s%s", EstimateToText(r, *format == Format::kMarkdown).c_str(), LedgerText(*args, measured).c_str());
+    const std::string text = EstimateToText(r, *format == Format::kMarkdown) + LedgerText(*args, measured);
+    if (*format == Format::kMarkdown) std::printf("%s", text.c_str());
+    else PrintFitted(text);
   }
   if (r.memory.fits) return 0;
   if (*format != Format::kJson) std::fprintf(stderr, "gpuplan: %s\n", DoesNotFit(r.memory).ToString().c_str());
@@ -72,11 +74,12 @@ int CmdValidate(const std::vector<std::string>& argv) {
   auto args = ParseArgs(argv, kValidateFlags, false);
   if (!args.ok()) return Fail(args.status());
   if (args->Has("help") || args->positional.empty()) {
-    std::printf("usage: gpuplan validate RUNS.csv [MEMORY.csv ...] [--write docs/validation.md] [--all]\n\n"
-                "Predicts every usable row of a file with the columns of shared/validation/runs.csv (or memory.csv,\n"
-                "runs_vtrain.csv, peft_runs.csv) and prints predicted vs measured with median / p90 error by framework,\n"
+    std::printf("usage: gpuplan validate RUNS.csv [MEMORY.csv ...] [--write docs/validation.md] [--bands data/error_bands.csv] [--all]\n\n"
+                "Predicts every usable row of a file in the validation formats (runs.csv, memory.csv, runs_vtrain.csv,\n"
+                "peft_runs.csv; docs/validation-rows.md) and prints predicted vs measured with median / p90 error by framework,\n"
                 "GPU family, method, scale and source, on the fit subset and the held-out rest of the stated split.\n"
-                "Writes docs/validation.md and data/error_bands.csv (the bands estimate and plan print).\n\n%s",
+                "--write and --bands write the report page and the bands estimate and plan print (scripts/validate.sh\n"
+                "regenerates docs/validation.md and data/error_bands.csv that way); without them nothing is written.\n\n%s",
                 FlagHelp(kValidateFlags, false).c_str());
     if (args->Has("help")) return 0;
     return Fail(Status::BadInput({"command line", 0, "validate"}, "needs a file: gpuplan validate RUNS.csv [MEMORY.csv ...]"));
@@ -94,7 +97,7 @@ int CmdValidate(const std::vector<std::string>& argv) {
   auto rep = ValidateRuns(args->positional, *catalog, *cal);
   if (!rep.ok()) return Fail(rep.status());
   std::printf("%s", ValidationToText(*rep, args->Has("all")).c_str());
-  const std::string out = args->Get("write", "docs/validation.md");
+  const std::string out = args->Get("write", "-");
   if (out != "-") {
     std::ofstream f(out);
     if (!f) return Fail(Status::BadInput({"command line", 0, "--write"}, "cannot write '" + out + "'"));
@@ -103,9 +106,8 @@ int CmdValidate(const std::vector<std::string>& argv) {
     f << ValidationToMarkdown(*rep, inputs, *cal);
     std::printf("wrote %s\n", out.c_str());
   }
-  // The error bands every estimate and plan prints (data/error_bands.csv): written with the
-  // default report, or where --bands says.
-  const std::string bands = args->Get("bands", args->Has("write") ? "-" : "data/error_bands.csv");
+  // The error bands every estimate and plan prints (data/error_bands.csv): written where --bands says.
+  const std::string bands = args->Get("bands", "-");
   if (bands != "-") {
     std::ofstream f(bands);
     if (!f) return Fail(Status::BadInput({"command line", 0, "--bands"}, "cannot write '" + bands + "'"));

@@ -32,7 +32,8 @@ const std::vector<FlagSpec>& LedgerFlags() {
 constexpr const char* kUsage =
     "usage: gpuplan ledger list [--ledger PATH]\n"
     "       gpuplan ledger show (HOST|POOL | --machine HOST | --pool POOL)\n"
-    "       gpuplan ledger export [--format csv|json] [--pool P] [--machine H] [--kind K] [--since D] [--before D] [--out FILE]\n"
+    "       gpuplan ledger export [--format csv|json] [--pool P] [--machine H] [--kind K] [--since D] [--before D]\n"
+    "                             [--out FILE]\n"
     "       gpuplan ledger forget (--machine HOST | --pool POOL | --before DATE) [--yes]\n"
     "       gpuplan ledger import FILE.csv [--batch N] [--ack]   (columns: the export's CSV header)\n\n";
 

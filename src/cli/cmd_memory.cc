@@ -51,7 +51,8 @@ int CmdMemory(const std::vector<std::string>& argv) {
     if (!r.fits) out["error"] = ErrorToJson(DoesNotFit(r))["error"];
     std::printf("%s\n", DumpJson(out).c_str());
   } else {
-    std::printf("%s", MemoryToText(r, *format == Format::kMarkdown).c_str());
+    if (*format == Format::kMarkdown) std::printf("%s", MemoryToText(r, true).c_str());
+    else PrintFitted(MemoryToText(r, false));
   }
   if (r.fits) return 0;
   if (*format != Format::kJson) std::fprintf(stderr, "gpuplan: %s\n", DoesNotFit(r).ToString().c_str());

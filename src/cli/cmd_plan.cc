@@ -17,6 +17,8 @@ const std::vector<FlagSpec>& PlanFlags() {
   static const std::vector<FlagSpec> flags = [] {
     std::vector<FlagSpec> f = JobCommandFlags();
     f.push_back({"threads", true, "search threads (default 2)"});
+    f.push_back({"wide", false, "text: every column of the plans table (nodes, GPUs, recompute, MFU, goodput)"});
+    f.push_back({"explain", false, "text: list every rejection of the search by its code (the JSON always does)"});
     for (auto& l : LedgerFlags()) f.push_back(l);
     return f;
   }();
@@ -74,13 +76,15 @@ int CmdPlan(const std::vector<std::string>& argv) {
   finished = true;
   if (bar.joinable()) bar.join();
   if (!result.ok()) return Fail(result.status(), json);
-  const PlanPrintContext print{catalog, cal};  // each plan's efficiency note and error band
+  const PlanPrintContext print{catalog, cal, args->Has("explain"), args->Has("wide")};  // each plan's efficiency note and error band
   if (*format == Format::kJson) {
     nlohmann::json out = PlanToJson(*result, *job, print);
     if (args->Has("ledger")) out["ledger"] = LedgerJson(*args, measured);
     std::printf("%s\n", DumpJson(out).c_str());
   } else {
-    std::printf("%s%s", PlanToText(*result, *job, *format == Format::kMarkdown, print).c_str(), LedgerText(*args, measured).c_str());
+    const std::string text = PlanToText(*result, *job, *format == Format::kMarkdown, print) + LedgerText(*args, measured);
+    if (*format == Format::kMarkdown) std::printf("%s", text.c_str());
+    else PrintFitted(text);
   }
   return result->plans.empty() ? 2 : 0;
 }

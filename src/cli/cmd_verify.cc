@@ -89,20 +89,21 @@ std::string Measured(const CheckResult& c) {
 }
 
 void PrintText(const VerifyReport& rep, const std::optional<PlanContext>& plan) {
-  std::printf("gpuplan verify: %zu file(s), ", rep.outputs.size());
+  std::string out;
+  Appendf(&out, "gpuplan verify: %zu file(s), ", rep.outputs.size());
   if (plan)
-    std::printf("against %s (%lld x %s, %lld GPUs per node%s)\n", plan->plan.origin.c_str(), static_cast<long long>(plan->plan.nodes),
+    Appendf(&out, "against %s (%lld x %s, %lld GPUs per node%s)\n", plan->plan.origin.c_str(), static_cast<long long>(plan->plan.nodes),
                 plan->plan.instance.empty() ? plan->hw.gpu.id.c_str() : plan->plan.instance.c_str(), static_cast<long long>(plan->plan.gpus_per_node),
                 plan->plan.nodes > 1 ? (", " + plan->plan.network.id + (plan->plan.nics_per_node ? " x " + std::to_string(plan->plan.nics_per_node) : std::string())).c_str() : "");
   else
-    std::printf("against the thresholds of data/checks.csv (no --plan)\n");
-  std::printf("\nfiles:\n");
+    Appendf(&out, "against the thresholds of data/checks.csv (no --plan)\n");
+  Appendf(&out, "\nfiles:\n");
   for (const auto& o : rep.outputs) {
     if (o.kind == ToolKind::kUnknown) {
-      std::printf("  %-48s UNRECOGNISED: not an output gpuplan reads (nothing read)\n", o.file.c_str());
+      Appendf(&out, "  %-48s UNRECOGNISED: not an output gpuplan reads (nothing read)\n", o.file.c_str());
       continue;
     }
-    std::printf("  %-48s %s%s, %zu readings%s\n", o.file.c_str(), ToString(o.kind).c_str(), o.tool.empty() ? "" : (" (" + o.tool + ")").c_str(),
+    Appendf(&out, "  %-48s %s%s, %zu readings%s\n", o.file.c_str(), ToString(o.kind).c_str(), o.tool.empty() ? "" : (" (" + o.tool + ")").c_str(),
                 o.readings.size(), o.warnings.empty() ? "" : (", " + std::to_string(o.warnings.size()) + " warning(s)").c_str());
     // The numbers a user looks for first.
     static const char* kHeadline[] = {"busbw_peak_gb_per_s", "busbw_avg_gb_per_s", "bw_avg_gbit_per_s", "lat_typical_us", "nvlink_count", "transport"};
@@ -112,34 +113,35 @@ void PrintText(const VerifyReport& rep, const std::optional<PlanContext>& plan) 
         std::string ctx;
         for (const char* k : {"op", "ranks", "nodes", "msg_bytes", "device", "gpu_name"})
           if (r.context.count(k) && r.context.at(k) != "unknown") ctx += (ctx.empty() ? "" : ", ") + std::string(k) + " " + r.context.at(k);
-        std::printf("      %s = %s%s\n", m, r.text.empty() ? (FormatNumber("%.6g", r.value) + " " + r.unit).c_str() : r.text.c_str(),
+        Appendf(&out, "      %s = %s%s\n", m, r.text.empty() ? (FormatNumber("%.6g", r.value) + " " + r.unit).c_str() : r.text.c_str(),
                     ctx.empty() ? "" : (" (" + ctx + ")").c_str());
         break;
       }
   }
-  std::printf("\nchecks:\n  %-7s %-24s %-22s %-24s %s\n", "VERDICT", "CHECK", "MEASURED", "EXPECTED", "WHERE");
+  Appendf(&out, "\nchecks:\n  %-7s %-24s %-22s %-24s %s\n", "VERDICT", "CHECK", "MEASURED", "EXPECTED", "WHERE");
   for (const auto& c : rep.results) {
     std::string exp = c.expected ? FormatNumber(*c.expected >= 100 ? "%.0f" : "%.4g", *c.expected) + " " + c.unit
                       : !c.expected_from.empty() && c.expected_from.size() <= 24 ? c.expected_from : "-";
-    std::printf("  %-7s %-24s %-22s %-24s %s\n", ToString(c.verdict).c_str(), (c.id.empty() ? c.metric : c.id).c_str(), Measured(c).c_str(), exp.c_str(),
+    Appendf(&out, "  %-7s %-24s %-22s %-24s %s\n", ToString(c.verdict).c_str(), (c.id.empty() ? c.metric : c.id).c_str(), Measured(c).c_str(), exp.c_str(),
                 Where(c.where).c_str());
     if (c.verdict == Verdict::kPass) continue;
-    std::printf("          %s\n", c.message.c_str());
-    if (!c.next.empty()) std::printf("          next: %s\n", c.next.c_str());
-    if (!c.troubleshooting.empty()) std::printf("          row: %s\n", c.troubleshooting.c_str());
-    if (!c.source.empty()) std::printf("          source: %s (%s; %s)\n", c.source.c_str(), c.date.c_str(), Where(c.rule).c_str());
+    Appendf(&out, "          %s\n", c.message.c_str());
+    if (!c.next.empty()) Appendf(&out, "          next: %s\n", c.next.c_str());
+    if (!c.troubleshooting.empty()) Appendf(&out, "          see: %s\n", c.troubleshooting.c_str());
+    if (!c.source.empty()) Appendf(&out, "          source: %s (%s; %s)\n", c.source.c_str(), c.date.c_str(), Where(c.rule).c_str());
   }
   bool any = false;
   for (const auto& o : rep.outputs)
     for (const auto& w : o.warnings) {
       if (o.kind == ToolKind::kUnknown) continue;
-      if (!any) std::printf("\nwarnings (outputs cut short, garbled or excerpted):\n");
+      if (!any) Appendf(&out, "\nwarnings (outputs cut short, garbled or excerpted):\n");
       any = true;
-      std::printf("  %s: %s\n", Where(w.where).c_str(), w.message.c_str());
+      Appendf(&out, "  %s: %s\n", Where(w.where).c_str(), w.message.c_str());
     }
-  std::printf("\nsummary: %d pass, %d warn, %d fail, %d n/a", rep.passes, rep.warnings, rep.failures, rep.not_applicable);
-  if (!rep.unrecognised.empty()) std::printf(", %zu unrecognised file(s)", rep.unrecognised.size());
-  std::printf(" -> exit %d\n", rep.ExitCode());
+  Appendf(&out, "\nsummary: %d pass, %d warn, %d fail, %d n/a", rep.passes, rep.warnings, rep.failures, rep.not_applicable);
+  if (!rep.unrecognised.empty()) Appendf(&out, ", %zu unrecognised file(s)", rep.unrecognised.size());
+  Appendf(&out, " -> exit %d\n", rep.ExitCode());
+  PrintFitted(out);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "gpuplan/text_width.h"
 #include "gpuplan/data.h"
 #include "gpuplan/report.h"
 #include "gpuplan/strings.h"
@@ -25,7 +26,7 @@ const Command kCommands[] = {
     {"export", "write launch artefacts for a plan: deepspeed, accelerate, torchrun, megatron, torchtitan, slurm, kubernetes, skypilot, fabric", gpuplan::cli::CmdExport},
     {"import", "read ds_config.json / accelerate YAML / torchtitan TOML / Megatron or torchrun command lines into a job", gpuplan::cli::CmdImport},
     {"verify", "read nccl-tests/perftest/nvidia-smi/lspci/ibstat/fio/dcgmi/NCCL-log outputs: pass/warn/fail against the plan", gpuplan::cli::CmdVerify},
-    {"checklist", "seed 001's validation list for a plan: commands to run on the cluster and the numbers to reach", gpuplan::cli::CmdChecklist},
+    {"checklist", "the validation list for a plan: commands to run on the cluster and the numbers to reach", gpuplan::cli::CmdChecklist},
     {"probe", "measure this machine (CPU, NUMA, RAM, disks, NICs, RDMA, PCIe, GPUs; --bench storage|cpu|gpu) into the ledger", gpuplan::cli::CmdProbe},
     {"ledger", "the resource ledger (SQLite): list | show | export | forget | import", gpuplan::cli::CmdLedger},
     {"calibrate", "turn a pool's measured numbers (ledger) into calibration overrides for --calibration", gpuplan::cli::CmdCalibrate},
@@ -38,7 +39,11 @@ const Command kCommands[] = {
 void Usage(FILE* out) {
   std::fprintf(out, "gpuplan %s — plan GPU cloud setups for LLM training\n\nusage: gpuplan COMMAND [JOB.yaml] [--flags]\n\ncommands:\n",
                gpuplan::kVersion);
-  for (const auto& c : kCommands) std::fprintf(out, "  %-10s %s\n", c.name, c.help);
+  for (const auto& c : kCommands) {
+    char line[512];
+    std::snprintf(line, sizeof line, "  %-10s %s\n", c.name, c.help);
+    std::fputs(gpuplan::FitWidth(line, gpuplan::kTextWidth, 13).c_str(), out);
+  }
   std::fprintf(out, "\n'gpuplan COMMAND --help' lists a command's flags. Exit codes: 0 ok, 1 bad input, 2 infeasible, 3 internal.\n");
 }
 

@@ -162,7 +162,7 @@ std::string EstimateToText(const EstimateReport& r, bool md) {
   if (j.cluster.cpu_cores_per_gpu > 0) {
     const double want = r.hw.cal.Get("host_vcpus_per_gpu_min");
     char cbuf[256];
-    std::snprintf(cbuf, sizeof cbuf, "\n%s: %lld CPU cores per GPU %s %.0f recommended for data loading (seed 001: 8 vCPUs dropped an H100 from 90%% to below 60%% utilisation)\n",
+    std::snprintf(cbuf, sizeof cbuf, "\n%s: %lld CPU cores per GPU %s %.0f recommended for data loading (docs/troubleshooting.md#data-loading)\n",
                   j.cluster.cpu_cores_per_gpu < want ? "WARNING" : "host", static_cast<long long>(j.cluster.cpu_cores_per_gpu),
                   j.cluster.cpu_cores_per_gpu < want ? "<" : ">=", want);
     out += cbuf;

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -199,9 +200,84 @@ std::string ReliabilityLine(const Plan& p) {
   return s;
 }
 
+// The ranked plans. Wide (--wide, Markdown): every column. Default text: the columns that decide, narrow
+// enough for a 120-column terminal (nodes x GPUs per node in one cell, recompute and offload abbreviated
+// in the layout; MFU and goodput are in the recommended setup, --wide and the JSON).
+std::string CompactLayout(const Plan& p) {
+  std::string s = Layout(p);
+  if (const size_t at = s.find("offload:"); at != std::string::npos) {
+    std::string o = s.substr(at + 8);
+    if (o.rfind("optimizer", 0) == 0) o = "opt" + o.substr(9);
+    s = s.substr(0, at) + "off:" + o;
+  }
+  const Recompute rc = p.job.training.recompute;
+  if (rc != Recompute::kNone) s += " rc:" + ToString(rc);
+  return s;
+}
+
+std::string PlansTable(const PlanResult& r, bool wide, bool md) {
+  std::vector<std::vector<std::string>> rows;
+  int rank = 1;
+  for (const auto& p : r.plans) {
+    const std::string mb = std::to_string(p.job.training.micro_batch) + "x" + std::to_string(p.estimate.grad_accum);
+    const std::string gib = F("%.1f", p.memory_bytes / (1024.0 * 1024 * 1024));
+    if (wide)
+      rows.push_back({std::to_string(rank++), p.instance.id + Kind(p), std::to_string(p.nodes), std::to_string(p.job.cluster.num_gpus),
+                      Layout(p), mb, ToString(p.job.training.recompute), ToString(p.job.training.precision), gib,
+                      F("%.1f%%", 100 * p.estimate.mfu), Hours(p.time_s), F("%.0f%%", 100 * p.wall.goodput), Usd(p.cost, p.cost.with_rerun_usd)});
+    else
+      rows.push_back({std::to_string(rank++), p.instance.id + Kind(p), std::to_string(p.nodes) + "x" + std::to_string(p.job.cluster.num_gpus / std::max<int64_t>(p.nodes, 1)),
+                      CompactLayout(p), mb, ToString(p.job.training.precision), gib, Hours(p.time_s), Usd(p.cost, p.cost.with_rerun_usd)});
+  }
+  if (wide)
+    return RenderTable({"#", "instance", "nodes", "GPUs", "layout", "mb x accum", "recompute", "prec", "mem GiB", "MFU", "time", "goodput",
+                        "cost (x rerun)"},
+                       rows, md);
+  return RenderTable({"#", "instance", "nodes x GPUs", "layout", "mb x accum", "prec", "mem GiB", "time", "cost"}, rows, false);
+}
+
+// Rejections that are the search's own bookkeeping: layouts that cannot exist as written, not a choice a
+// user can change. The default text sums them up in one sentence; --explain (and the JSON) list each.
+std::string LayoutSentence(const std::string& code, const Job& job) {
+  if (code == "batch_not_divisible")
+    return "the global batch " + std::to_string(job.training.global_batch) + " is not divisible by micro-batch x dp";
+  if (code == "tp_crosses_nodes") return "tensor parallel would cross nodes";
+  if (code == "ep_layout") return "the experts do not divide over the layout";
+  if (code == "recompute_dominated") return "a lighter recompute already fits at that micro-batch";
+  return "";
+}
+
+std::string RejectedText(const PlanResult& r, const Job& job, bool md, bool explain) {
+  std::string out = md ? "\n### Rejected candidates\n\n" : "\nrejected, by reason\n";
+  std::vector<std::vector<std::string>> rows;
+  if (md || explain) {
+    for (const auto& x : r.rejected) rows.push_back({x.code, x.reason, std::to_string(x.count)});
+    return out + RenderTable({"code", "reason", "count"}, rows, md);
+  }
+  int64_t layouts = 0;
+  std::string why;
+  size_t count_w = 0;
+  for (const auto& x : r.rejected) {
+    const std::string s = LayoutSentence(x.code, job);
+    if (s.empty()) {
+      rows.push_back({WithThousands(x.count), x.reason});
+      count_w = std::max(count_w, rows.back()[0].size());
+      continue;
+    }
+    layouts += x.count;
+    why += (why.empty() ? "" : "; ") + s + " (" + WithThousands(x.count) + ")";
+  }
+  for (const auto& row : rows) out += "  " + std::string(count_w - row[0].size(), ' ') + row[0] + "  " + row[1] + "\n";
+  if (layouts > 0)
+    out += "  and " + WithThousands(layouts) + " layouts that cannot run as written: " + why + " (plan --explain lists the search's codes)\n";
+  if (rows.empty() && layouts == 0) out += "  none\n";
+  return out;
+}
+
 const char* kLegend =
     "legend: tpN tensor parallel; ppN pipeline stages, ppNxV = V interleaved virtual stages per rank; dpN data parallel; "
-    "cpN context parallel; zN ZeRO stage (z3 = FSDP full shard); offload:optimizer = ZeRO-Offload, optimizer+params = ZeRO-Infinity; "
+    "cpN context parallel; zN ZeRO stage (z3 = FSDP full shard); offload:optimizer (off:opt) = ZeRO-Offload, optimizer+params = ZeRO-Infinity; "
+    "rc:selective|full = activation recompute; nodes x GPUs = nodes x GPUs per node; "
     "mb x accum = micro-batch x gradient-accumulation steps; time = wall-clock (start-up, training, checkpoint stalls, expected lost work "
     "and restarts, final save); cost = wall-clock x price x nodes + storage, x rerun factor; objective balanced = wall-clock x cost\n";
 }  // namespace
@@ -221,18 +297,7 @@ std::string PlanToText(const PlanResult& r, const Job& job, bool md, const PlanP
   if (r.plans.empty()) {
     out += "no plan meets the constraints [" + r.relax_code + "]: " + r.relax + "\n";
   } else {
-    std::vector<std::vector<std::string>> rows;
-    int rank = 1;
-    for (const auto& p : r.plans)
-      rows.push_back({std::to_string(rank++), p.instance.id + Kind(p),
-                      std::to_string(p.nodes), std::to_string(p.job.cluster.num_gpus), Layout(p),
-                      std::to_string(p.job.training.micro_batch) + "x" + std::to_string(p.estimate.grad_accum),
-                      ToString(p.job.training.recompute), ToString(p.job.training.precision),
-                      F("%.1f", p.memory_bytes / (1024.0 * 1024 * 1024)), F("%.1f%%", 100 * p.estimate.mfu), Hours(p.time_s),
-                      F("%.0f%%", 100 * p.wall.goodput), Usd(p.cost, p.cost.with_rerun_usd)});
-    out += RenderTable({"#", "instance", "nodes", "GPUs", "layout", "mb x accum", "recompute", "prec", "mem GiB", "MFU", "time",
-                        "goodput", "cost (x rerun)"},
-                       rows, md);
+    out += PlansTable(r, md || ctx.wide, md);
     const Plan& p = r.plans.front();
     const CostBreakdown& c = p.cost;
     out += md ? "\n### Recommended setup\n\n" : "\nrecommended setup\n-----------------\n";
@@ -286,10 +351,7 @@ std::string PlanToText(const PlanResult& r, const Job& job, bool md, const PlanP
                       Layout(p), Hours(p.time_s), Usd(p.cost, p.cost.with_rerun_usd)});
     out += RenderTable({"instance", "GPUs", "layout", "time", "cost"}, rows, md);
   }
-  out += md ? "\n### Rejected candidates\n\n" : "\nrejected, by reason\n";
-  std::vector<std::vector<std::string>> rows;
-  for (const auto& x : r.rejected) rows.push_back({x.code, x.reason, std::to_string(x.count)});
-  out += RenderTable({"code", "reason", "count"}, rows, md);
+  out += RejectedText(r, job, md, ctx.explain);
   for (const auto& n : r.notes) out += "note: " + n + "\n";
   out += "\n" + std::string(kLegend);
   return out;

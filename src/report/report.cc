@@ -1,4 +1,5 @@
 #include "gpuplan/report.h"
+#include "gpuplan/text_width.h"
 
 #include "gpuplan/data.h"
 
@@ -44,25 +45,77 @@ std::string WithThousands(int64_t n) {
   return out;
 }
 
+namespace {
+bool NumericCell(const std::string& c) {
+  return !c.empty() && (std::isdigit(static_cast<unsigned char>(c[0])) || c[0] == '-' || c[0] == '+' || c[0] == '$') &&
+         c.find_first_of("abcdfghijklmnopqrstuvwxyz") == std::string::npos;
+}
+
+// Text columns narrowed, widest first, until the table fits kTextWidth (no column below 20).
+void NarrowToFit(const std::vector<std::vector<std::string>>& rows, std::vector<size_t>& w) {
+  std::vector<bool> text(w.size(), false);
+  for (const auto& r : rows)
+    for (size_t i = 0; i < r.size() && i < w.size(); ++i) text[i] = text[i] || (!r[i].empty() && !NumericCell(r[i]));
+  for (;;) {
+    size_t total = 0;
+    for (size_t x : w) total += x + 2;
+    total = total >= 2 ? total - 2 : total;
+    if (total <= kTextWidth) return;
+    size_t j = w.size();
+    for (size_t i = 0; i < w.size(); ++i)
+      if (text[i] && w[i] > 20 && (j == w.size() || w[i] > w[j])) j = i;
+    if (j == w.size()) return;  // nothing left to narrow: FitWidth wraps what remains
+    w[j] -= std::min(total - kTextWidth, w[j] - 20);
+  }
+}
+
+std::vector<std::string> CellLines(const std::string& c, size_t width) {
+  std::vector<std::string> out;
+  if (DisplayWidth(c) <= width) return {c};
+  const std::string wrapped = FitWidth(c, width, 1);
+  size_t pos = 0;
+  while (pos < wrapped.size()) {
+    size_t nl = wrapped.find('\n', pos);
+    if (nl == std::string::npos) nl = wrapped.size();
+    out.push_back(wrapped.substr(pos, nl - pos));
+    pos = nl + 1;
+  }
+  return out;
+}
+}  // namespace
+
 std::string RenderTable(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows,
                         bool markdown) {
   std::vector<size_t> w(header.size());
-  for (size_t i = 0; i < header.size(); ++i) w[i] = header[i].size();
+  for (size_t i = 0; i < header.size(); ++i) w[i] = DisplayWidth(header[i]);
   for (const auto& r : rows)
-    for (size_t i = 0; i < r.size() && i < w.size(); ++i) w[i] = std::max(w[i], r[i].size());
+    for (size_t i = 0; i < r.size() && i < w.size(); ++i) w[i] = std::max(w[i], DisplayWidth(r[i]));
+  // Text wider than a terminal: the widest text columns wrap inside themselves (a row takes several lines).
+  if (!markdown) NarrowToFit(rows, w);
   auto line = [&](const std::vector<std::string>& cells) {
-    std::string out = markdown ? "| " : "";
+    std::vector<std::vector<std::string>> parts(w.size());
+    size_t height = 1;
     for (size_t i = 0; i < w.size(); ++i) {
-      std::string c = i < cells.size() ? cells[i] : "";
-      // numbers right-aligned, text left-aligned
-      bool numeric = !c.empty() && (std::isdigit(static_cast<unsigned char>(c[0])) || c[0] == '-' || c[0] == '+' || c[0] == '$') &&
-                     c.find_first_of("abcdfghijklmnopqrstuvwxyz") == std::string::npos;
-      std::string pad(w[i] - c.size(), ' ');
-      out += numeric && i > 0 ? pad + c : c + pad;
-      out += markdown ? " | " : (i + 1 < w.size() ? "  " : "");
+      const std::string c = i < cells.size() ? cells[i] : "";
+      parts[i] = markdown ? std::vector<std::string>{c} : CellLines(c, w[i]);
+      height = std::max(height, parts[i].size());
     }
-    while (!out.empty() && out.back() == ' ') out.pop_back();
-    return out + "\n";
+    std::string all;
+    for (size_t k = 0; k < height; ++k) {
+      std::string out = markdown ? "| " : "";
+      for (size_t i = 0; i < w.size(); ++i) {
+        const std::string c = k < parts[i].size() ? parts[i][k] : "";
+        // numbers right-aligned, text left-aligned
+        const bool numeric = parts[i].size() == 1 && NumericCell(c);
+        const size_t cw = DisplayWidth(c);
+        std::string pad(w[i] > cw ? w[i] - cw : 0, ' ');
+        out += numeric && i > 0 ? pad + c : c + pad;
+        out += markdown ? " | " : (i + 1 < w.size() ? "  " : "");
+      }
+      while (!out.empty() && out.back() == ' ') out.pop_back();
+      all += out + "\n";
+    }
+    return all;
   };
   std::string out = line(header);
   if (markdown) {

@@ -1,4 +1,4 @@
-// seed 001 §6.3's validation list for one plan: the commands to run on the user's cluster, the file
+// The validation list (docs/troubleshooting.md#validation-list) for one plan: the commands to run on the user's cluster, the file
 // to save each output to (what `gpuplan verify` reads back), and the number each should reach — the
 // same numbers verify compares with, computed by running the checks on the plan's own expectations.
 #include <cmath>
@@ -78,24 +78,24 @@ ChecklistStep Collectives(const PlanContext& pc, const StepEstimate& est, const 
                                             {"msg_bytes", FormatNumber("%.0f", e)}, {"gpu_name", pc.hw.gpu.id}};
   s.expect = "peak busbw " + Expectations(ToolKind::kNcclTests, op + "_perf", "busbw_peak_gb_per_s", ctx, pc, catalog, rules) + "; #wrong 0";
   s.why = "the plan's data-parallel traffic is " + FormatNumber("%.2f", est.comm.dp_bytes / 1e9) + " GB per GPU per step: -e " + SizeFlag(e) +
-          " (" + (est.comm.dp_bytes > e ? std::string("capped at 16G, the largest size the clouds' checks run") : std::string("covers one step's traffic")) + "); flags as AWS's and GCP's health checks run them (launch-serving-checks.md §3.4); seed 000: all_reduce_perf is the standard cluster check";
+          " (" + (est.comm.dp_bytes > e ? std::string("capped at 16G, the largest size the clouds' checks run") : std::string("covers one step's traffic")) + "); flags as AWS's and GCP's health checks run them (awslabs nccl-tests README, GCP cluster-health-scanner); all_reduce_perf is the standard cluster check (docs/troubleshooting.md#slow-network)";
   return s;
 }
 
-// Each stage below is one step of seed 001 §6.3's list (plus the RDMA and storage checks of seeds 000/003).
+// Each stage below is one step of docs/troubleshooting.md#validation-list (plus the RDMA and storage checks).
 ChecklistStep TinyJob(const LaunchPlan& lp, const HardwareContext& hw, bool amd, const std::string& plan_file) {
   return {"a tiny job first (a few steps)",
-          {"gpuplan export " + plan_file + " --to torchrun --out run/   # then run run/launch.sh on every node with your script's max-steps flag set to ~5",
+          {"gpuplan export " + plan_file + " --to torchrun --out run/   # then run/launch.sh on each node, ~5 steps",
            std::string(amd ? "rocm-smi --showmeminfo vram" : "nvidia-smi --query-gpu=index,memory.used,memory.total,utilization.gpu --format=csv -l 5") +
                "   # while it runs"},
           "",
           "memory per GPU about " + FormatGiB(lp.memory_per_gpu_bytes) + " GiB of " + FormatGiB(hw.gpu.memory_bytes) + " GiB; step about " +
               FormatNumber("%.2f", lp.step_time_s) + " s",
-          "seed 001 §6.3 step 1: a job of a few steps proves one card computes and its memory matches the plan"};
+          "a job of a few steps proves one card computes and its memory matches the plan (docs/troubleshooting.md#validation-list)"};
 }
 
 ChecklistStep Topology(const HardwareContext& hw, bool amd, bool multi) {
-  ChecklistStep s{"GPU topology (nvidia-smi topo -m)", {"nvidia-smi topo -m > topo.txt"}, "topo.txt", "", "seed 001 §6.3 step 2: confirm the GPU-GPU links and NVLink"};
+  ChecklistStep s{"GPU topology (nvidia-smi topo -m)", {"nvidia-smi topo -m > topo.txt"}, "topo.txt", "", "confirm the GPU-GPU links and NVLink (docs/troubleshooting.md#nvlink)"};
   if (amd) s.commands = {"rocm-smi --showtopo > topo-rocm.txt   # gpuplan verify does not read rocm-smi yet; nvidia-smi only"}, s.save_as = "";
   const double nv = hw.gpu.nvlink_bytes_per_s_per_dir.value_or(0);
   if (!amd && nv > 0 && hw.gpu.intra_link.find("nvlink") != std::string::npos) {
@@ -115,7 +115,7 @@ ChecklistStep Clocks() {
           {"nvidia-smi -q -d CLOCK,PERFORMANCE > clocks.txt   # while the collectives run", "nvidia-smi -q > nvsmi-q.txt"},
           "clocks.txt nvsmi-q.txt",
           "no thermal or HW slowdown active; ECC uncorrectable 0; no pending retired pages or row remaps; temperature <= 80 C",
-          "seed 000 §2.1 (over 80 C the clock drops), seed 004 §2.1 (throttling, the temperature wall)"};
+          "over about 80 C the clock drops (docs/troubleshooting.md#throttling)"};
 }
 
 ChecklistStep Pcie(const HardwareContext& hw, bool amd) {
@@ -125,7 +125,7 @@ ChecklistStep Pcie(const HardwareContext& hw, bool amd) {
   return {"PCIe link width and speed (lspci -vv)",
           {std::string("sudo lspci -vv -d ") + (amd ? "1002:" : "10de:") + " | grep -E '^[0-9a-f]|LnkCap:|LnkSta:' > lspci.txt   # under load"},
           "lspci.txt", "LnkSta Width x16" + speed,
-          "seed 000 §2.2: x8 costs 15%+, x4 cannot keep the card busy; idle links train down (ASPM), so read it under load"};
+          "x8 costs 15%+, x4 cannot keep the card busy; idle links train down (ASPM), so read it under load (docs/troubleshooting.md#pcie-link)"};
 }
 
 std::vector<ChecklistStep> Rdma(const PlanContext& pc, const Catalog& catalog, const std::vector<CheckRule>& rules) {
@@ -135,20 +135,20 @@ std::vector<ChecklistStep> Rdma(const PlanContext& pc, const Catalog& catalog, c
   if (link.kind == "efa")
     return {{"EFA devices", {"fi_info -p efa -t FI_EP_RDM > efa.txt"}, "",
              Fmt(nics) + " EFA devices listed (perftest needs RC verbs, which EFA does not offer: the collectives below measure it)",
-             "launch-serving-checks.md §1.9 (verify EFA: all EFA NICs used)"}};
+             "AWS EFA docs (verify EFA: all EFA NICs used); docs/troubleshooting.md#no-rdma"}};
   if (link.kind != "infiniband" && link.kind != "roce")
-    return {{"inter-node network", {"# " + link.id + ": no RDMA verbs; the collectives below measure it"}, "", "", "launch-serving-checks.md §1.9"}};
+    return {{"inter-node network", {"# " + link.id + ": no RDMA verbs; the collectives below measure it"}, "", "", "docs/troubleshooting.md#no-rdma"}};
   const std::string flags = "-d mlx5_0 -F --report_gbits --perform_warm_up -D 10" + std::string(link.kind == "roce" ? " -x 3" : "") +
                             (lp.gpudirect_rdma ? " --use_cuda=0" : "");
   const std::map<std::string, std::string> ctx = {{"msg_bytes", "65536"}, {"device", "mlx5_0"}};
   return {{"RDMA ports (ibstat)", {"ibstat > ibstat.txt"}, "ibstat.txt",
            Fmt(nics) + " ports State Active at " + Fmt(pc.line_rate_gbit_per_s.value_or(0)) + " Gb/s (" + link.id + ")",
-           "seed 004 §4.3: check every node's network with ping and ibstat"},
+           "check every node's network with ping and ibstat (docs/troubleshooting.md#nccl-timeout)"},
           {"RDMA bandwidth per NIC (ib_write_bw), node 1 -> node 2, for every HCA",
            {"# node 1 (server):  ib_write_bw " + flags, "# node 2 (client):  ib_write_bw " + flags + " NODE1 > ib_write_bw-mlx5_0.txt"},
            "ib_write_bw-mlx5_0.txt",
            "BW average " + Expectations(ToolKind::kPerftest, "ib_write_bw", "bw_avg_gbit_per_s", ctx, pc, catalog, rules),
-           "seed 001 §4.3/§6.3: ib_write_bw at >= 80% of the line rate; flags as Azure's health check (launch-serving-checks.md §3.2; -x 3 is the usual RoCE v2 GID index)"}};
+           "ib_write_bw at >= 80% of the line rate (docs/troubleshooting.md#slow-network); flags as Azure's health check (Azure/azurehpc-health-checks; -x 3 is the usual RoCE v2 GID index)"}};
 }
 
 ChecklistStep Transport(const PlanContext& pc) {
@@ -159,7 +159,7 @@ ChecklistStep Transport(const PlanContext& pc) {
                                                       : "NET/IB with " + Fmt(nics) + " devices and channels 'via NET/IB/N/GDRDMA'";
   return {"the transport NCCL picked (NCCL_DEBUG=INFO in the runs above)", {"grep -E 'NET/|via |GDR|NCCL WARN' nccl-all_reduce.txt"}, "nccl-all_reduce.txt",
           want + "; never NET/Socket across nodes on an RDMA fabric; no 'Got completion ... with error'",
-          "seed 003 §4: NCCL timeouts come from no RDMA or blocked ports; NCCL_DEBUG=INFO shows which"};
+          "NCCL timeouts come from no RDMA or blocked ports; NCCL_DEBUG=INFO shows which (docs/troubleshooting.md#nccl-timeout)"};
 }
 
 ChecklistStep Storage(const HardwareContext& hw) {
@@ -170,7 +170,7 @@ ChecklistStep Storage(const HardwareContext& hw) {
           {"fio --name=seqread --directory=DATA_DIR --rw=read --bs=1M --size=4G --numjobs=4 --iodepth=32 --ioengine=libaio --direct=1 --group_reporting --output-format=json > fio-read.json",
            "fio --name=randread --directory=DATA_DIR --rw=randread --bs=4k --size=1G --numjobs=8 --iodepth=32 --ioengine=libaio --direct=1 --group_reporting --output-format=json > fio-randread.json"},
           "fio-read.json fio-randread.json", expect,
-          "seed 003 §4: slow checkpoints come from low IOPS or many small files; seed 001 §2.2: local NVMe"};
+          "slow checkpoints come from low IOPS or many small files; local NVMe is fastest (docs/troubleshooting.md#slow-checkpoint)"};
 }
 
 ChecklistStep Checkpoint(const StepEstimate& est) {
@@ -179,14 +179,14 @@ ChecklistStep Checkpoint(const StepEstimate& est) {
     expect = "about " + FormatGiB(est.checkpoint_bytes) + " GiB" +
              (est.checkpoint_write_s > 0 ? ", written in about " + FormatNumber("%.0f", est.checkpoint_write_s) + " s" : "") + "; " + expect;
   return {"save one checkpoint and load it back",
-          {"# from the tiny job: save a checkpoint, restart from it, and compare the loss of the next step"}, "", expect, "seed 001 §6.3 step 4"};
+          {"# from the tiny job: save a checkpoint, restart from it, and compare the loss of the next step"}, "", expect, "docs/troubleshooting.md#validation-list (step 4)"};
 }
 
 ChecklistStep Profiler(const LaunchPlan& lp, const StepEstimate& est) {
   return {"profile the first minutes (torch.profiler or nsys)", {"# wrap a few training steps in torch.profiler.profile(...) and look at the GPU timeline"}, "",
           "step about " + FormatNumber("%.2f", lp.step_time_s) + " s, " + FormatNumber("%.0f", lp.tokens_per_s) + " tokens/s, MFU " +
               FormatNumber("%.0f", est.mfu * 100) + "%; GPU busy, data-parallel communication overlapped with the backward pass",
-          "seed 001 §6.3 step 5; seed 003 §4: GPU utilisation below 50% points at data loading"};
+          "GPU utilisation below 50% points at data loading (docs/troubleshooting.md#data-loading)"};
 }
 
 }  // namespace
@@ -211,7 +211,7 @@ Result<std::vector<ChecklistStep>> BuildChecklist(const PlanContext& pc, const C
   steps.push_back(Storage(hw));
   if (!amd)
     steps.push_back({"GPU diagnostics (dcgmi diag)", {"dcgmi diag -r 2 > dcgmi.txt"}, "dcgmi.txt", "every test Pass",
-                     "launch-serving-checks.md §3.3: level 2 is the clouds' epilogue check (AWS ~2.5-10.5 min)"});
+                     "level 2 is the clouds' epilogue check (AWS ~2.5-10.5 min; DCGM docs); docs/troubleshooting.md#hardware-fault"});
   steps.push_back(Checkpoint(est));
   steps.push_back(Profiler(lp, est));
   return steps;

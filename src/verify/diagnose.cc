@@ -26,7 +26,7 @@ constexpr SymptomName kSymptoms[] = {{Symptom::kOom, "oom"},
                                      {Symptom::kSlowCheckpoint, "slow-checkpoint"},
                                      {Symptom::kLossNan, "loss-nan"}};
 
-// The seeds' table order (seed 003 §4): data loading, OOM, multi-node NCCL, checkpoint, numerics.
+// The table order of docs/troubleshooting.md: data loading, OOM, multi-node NCCL, checkpoint, numerics.
 int TableOrder(const std::string& id) {
   static const std::vector<std::string> order = {"data_loader", "host_cores", "oom_model", "oom_fragmentation",
                                                  "network_no_rdma", "network_slow", "nccl_ports", "checkpoint_storage",
@@ -56,7 +56,7 @@ std::optional<double> WhatIfTokens(Job job, const std::vector<std::pair<std::str
 void DataLoader(const Job& job, const Diagnosis& d, const Observations& o, const Calibration& cal, std::vector<Cause>& out) {
   const double per_gpu = d.expected_tokens_per_s / static_cast<double>(job.cluster.num_gpus);
   const double min_cores = cal.Get("host_vcpus_per_gpu_min");
-  Cause c{"data_loader", "the data pipeline cannot feed the GPUs", "", "", "", "seed 003 §4 (GPU utilisation below 50%) and §4.1", 0};
+  Cause c{"data_loader", "the data pipeline cannot feed the GPUs", "", "", "", "docs/troubleshooting.md#data-loading", 0};
   std::string ev;
   if (o.gpu_util_pct && *o.gpu_util_pct < 50) {
     ev += "GPU utilisation " + F("%.0f", *o.gpu_util_pct) + "% (below 50%)";
@@ -83,14 +83,14 @@ void DataLoader(const Job& job, const Diagnosis& d, const Observations& o, const
   c.confirm = "watch `nvidia-smi dmon -s u` next to `top`: GPU utilisation dips while DataLoader workers are at 100%; "
               "`gpuplan probe --bench cpu` measures the pipeline's rate per core";
   c.fix = "raise DataLoader num_workers (and prefetch_factor, pin_memory), pre-tokenize and pack the data into large files, "
-          "or rent a host with more vCPUs per GPU (seed 001 §2.2: >= " + F("%.0f", min_cores) + ")";
+          "or rent a host with more vCPUs per GPU (docs/troubleshooting.md#data-loading: >= " + F("%.0f", min_cores) + ")";
   out.push_back(c);
   if (o.host_cores_per_gpu && *o.host_cores_per_gpu < min_cores)
     out.push_back({"host_cores", "too few host cores per GPU",
-                   F("%.0f", *o.host_cores_per_gpu) + " vCPUs per GPU; seed 001 §2.2 measured GPU utilisation falling from 90% to below 60% at 8 (want >= " +
+                   F("%.0f", *o.host_cores_per_gpu) + " vCPUs per GPU; too few vCPUs per GPU has been reported to drop an H100 from 90% to below 60% utilisation (want >= " +
                        F("%.0f", min_cores) + ", calibration host_vcpus_per_gpu_min)",
                    "`nproc` and `nvidia-smi -L` on one node", "an instance with >= " + F("%.0f", min_cores) + " vCPUs per GPU",
-                   "seed 001 §2.2", 0.5});
+                   "docs/troubleshooting.md#data-loading", 0.5});
 }
 
 void Memory(const Job& job, const GpuSpec& gpu, const Observations& o, const Calibration& cal, std::vector<Cause>& out) {
@@ -107,7 +107,7 @@ void Memory(const Job& job, const GpuSpec& gpu, const Observations& o, const Cal
     out.push_back({"oom_model", "the job does not fit: the memory model agrees",
                    "the model needs " + FormatGiB(m.total_bytes) + " GiB per GPU, " + gpu.id + " has " + FormatGiB(cap) + " GiB",
                    "`gpuplan memory` with the same job lists each item", steps.empty() ? "more GPUs or a smaller micro-batch" : steps,
-                   "seed 003 §4 (OOM) and §4.2", 0.9});
+                   "docs/troubleshooting.md#oom", 0.9});
     return;
   }
   const ExpectedError band = ExpectedErrorFor(job, gpu.family);
@@ -119,7 +119,7 @@ void Memory(const Job& job, const GpuSpec& gpu, const Observations& o, const Cal
                  "`torch.cuda.max_memory_allocated()` and `max_memory_reserved()` per step; "
                  "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to rule out fragmentation",
                  "expandable segments, recompute selective, a smaller micro-batch at the same global batch",
-                 "seed 003 §4.2", 0.5});
+                 "docs/troubleshooting.md#oom", 0.5});
 }
 
 void Network(const Job& job, const HardwareContext& hw, const Diagnosis& d, const Observations& o, const Catalog& catalog,
@@ -156,14 +156,14 @@ void Network(const Job& job, const HardwareContext& hw, const Diagnosis& d, cons
                    "`ibstat` ports Active; `gpuplan verify` reads both",
                    "an instance with RDMA (InfiniBand, RoCE, EFA), the fabric's NCCL environment (`gpuplan export --to fabric`), "
                    "GPUDirect RDMA kernel module (nvidia-peermem)",
-                   "seed 003 §4 (NCCL timeouts: no RDMA) and §4.3; seed 000 (all_reduce_perf at 30% of line rate)", score});
+                   "docs/troubleshooting.md#nccl-timeout and #no-rdma", score});
   }
   if (Has(o, Symptom::kNcclTimeout))
     out.push_back({"nccl_ports", "NCCL cannot connect: ports blocked or the wrong interface",
                    "a timeout (not slowness) points at connectivity: NCCL needs TCP ports between all nodes for bootstrap and, on RDMA, the IB/RoCE ports",
                    "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET on every rank; `nc -zv` between nodes on the rendezvous port",
                    "open the security group between the nodes (all TCP within the group), set NCCL_SOCKET_IFNAME to the node's interface",
-                   "seed 003 §4.3", 0.6});
+                   "docs/troubleshooting.md#nccl-timeout", 0.6});
   if (o.busbw && o.busbw->ranks >= 2) {
     // The measured collective against the model's bus bandwidth for it (docs/model/communication.md).
     const Observations::BusBw& b = *o.busbw;
@@ -187,7 +187,7 @@ void Network(const Job& job, const HardwareContext& hw, const Diagnosis& d, cons
                            F("%.1f", model) + " GB/s the model gives for it on " + (nodes > 1 ? hw2->inter.id : hw2->intra.id),
                        "`gpuplan verify --plan ...` on the same output, ib_write_bw per NIC, NCCL_DEBUG=INFO for the transport",
                        "fix what verify fails; `gpuplan calibrate` from this busbw so the plan uses the measured rate",
-                       "seed 000 (all_reduce_perf at 30% until the switch buffers were fixed); seed 001 §6.3 (>= 80% of the rate)",
+                       "docs/troubleshooting.md#slow-network (all_reduce at 30% until the switch buffers were fixed; >= 80% of the rate)",
                        ratio < 0.5 ? 0.85 : 0.65});
         return;
       }
@@ -199,7 +199,7 @@ void Network(const Job& job, const HardwareContext& hw, const Diagnosis& d, cons
                        Tps(d.expected_tokens_per_s) + " expected on " + hw.inter.id,
                    "`gpuplan checklist` prints the all_reduce_perf and ib_write_bw runs and the busbw each should reach; `gpuplan verify` compares",
                    "fix what verify fails (ports down, x8 PCIe links, a rail missing, switch buffers); `gpuplan calibrate` from the measured busbw",
-                   "seed 000 (all_reduce_perf at 30% until the switch buffers were fixed); seed 001 (ib_write_bw >= 80% of line rate)", 0.45});
+                   "docs/troubleshooting.md#slow-network (ib_write_bw >= 80% of line rate)", 0.45});
   }
 }
 
@@ -219,7 +219,7 @@ void Checkpoint(const Job& job, const HardwareContext& hw, const Observations& o
   out.push_back({"checkpoint_storage", "checkpoint writes are bound by the storage", ev,
                  "`fio` sequential write and small-file IOPS on the checkpoint path (`gpuplan probe --bench storage PATH`)",
                  "fewer, larger files (consolidated shards), a file system with more IOPS, asynchronous checkpointing (training.checkpoint_async)",
-                 "seed 003 §4 (checkpoint saves slow) and §4.4", score});
+                 "docs/troubleshooting.md#slow-checkpoint", score});
 }
 
 // A NaN loss: in fp16 the usual cause is overflow; in bf16 (fp32's range) overflow is rare, and a
@@ -248,7 +248,7 @@ void Numerics(const Job& job, const GpuSpec& gpu, const Observations& o, std::ve
   out.push_back({"fp16_overflow", fp16 ? "fp16 overflow" : "numerical instability",
                  ev, "log the loss scale and the gradient norm per step; the first NaN step's inputs",
                  fp16 && gpu.bf16_supported ? "train in bf16 (training.precision: bf16)" : "dynamic loss scaling, gradient clipping, a lower learning rate",
-                 "seed 003 §3.3 (bf16, not fp16, on A100 and newer)", fp16 ? 0.7 : 0.3});
+                 "docs/troubleshooting.md#loss-nan (bf16, not fp16, on A100 and newer)", fp16 ? 0.7 : 0.3});
 }
 
 void Hardware(const Diagnosis& d, const Observations& o, std::vector<Cause>& out) {
@@ -258,9 +258,9 @@ void Hardware(const Diagnosis& d, const Observations& o, std::vector<Cause>& out
     if (d.measured_over_expected) ev += "; measured " + F("%.0f", 100 * *d.measured_over_expected) + "% of the expected rate";
     out.push_back({"gpu_throttled", "GPUs are clocking down (thermal or hardware slowdown)", ev,
                    "`nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER` under load; `dcgmi diag -r 2`",
-                   "cooling and airflow (seed 000: above 80 C the clock drops), the power cap (`nvidia-smi -pl`; cluster.power_limit_w "
+                   "cooling and airflow (above about 80 C the clock drops), the power cap (`nvidia-smi -pl`; cluster.power_limit_w "
                    "re-estimates at a cap), a failing card out of the pool",
-                   "seed 000 §2.1; seed 004 §2.1", 0.75});
+                   "docs/troubleshooting.md#throttling", 0.75});
   }
   if (o.ib_completion_error) {
     const Location& w = *o.ib_completion_error;
@@ -268,7 +268,7 @@ void Hardware(const Diagnosis& d, const Observations& o, std::vector<Cause>& out
                    w.file + (w.line ? ":" + std::to_string(w.line) : "") + ": NCCL reported an IB completion error",
                    "`ibstat` (ports Active, rate), `ibv_devinfo`, the switch port counters (symbol errors, link downed)",
                    "reseat or replace the cable/NIC, take the node out of the pool until ib_write_bw passes",
-                   "seed 004 §4.4 (通信超时: 硬件故障)", 0.8});
+                   "docs/troubleshooting.md#hardware-fault", 0.8});
   }
 }
 

@@ -248,10 +248,10 @@ TEST(Verify, RdmaBandwidthAgainstTheLineRate) {
   ASSERT_NE(Result(ok, "ib-bw-80pct"), nullptr) << Dump(ok);
   EXPECT_EQ(Result(ok, "ib-bw-80pct")->verdict, Verdict::kPass);
   EXPECT_NEAR(*Result(ok, "ib-bw-80pct")->expected, 80, 1e-9);
-  // The same output held to a 200G port fails, with seed 001's PCIe-switch row.
+  // The same output held to a 200G port fails, with the slow-network troubleshooting section.
   const auto bad = VerifyFixture("perftest/01-ib_write_bw-oci-roce-4qp-100g.txt", std::nullopt, 200.0);
   EXPECT_EQ(Result(bad, "ib-bw-80pct")->verdict, Verdict::kFail);
-  EXPECT_NE(Result(bad, "ib-bw-80pct")->troubleshooting.find("seed 001"), std::string::npos);
+  EXPECT_EQ(Result(bad, "ib-bw-80pct")->troubleshooting, "docs/troubleshooting.md#slow-network");
   // No line rate anywhere: not compared, and it says what would give it.
   const auto none = VerifyFixture("perftest/01-ib_write_bw-oci-roce-4qp-100g.txt");
   EXPECT_EQ(Result(none, "ib-bw-80pct")->verdict, Verdict::kNotApplicable);
@@ -469,6 +469,22 @@ TEST(Checklist, CommandsAndNumbersForATwoNodePlan) {
 
 namespace gpuplan {
 namespace {
+
+// What verify prints for a rule speaks to users: its troubleshooting row is a section of
+// docs/troubleshooting.md that exists, and no cell cites the users' articles or internal notes.
+TEST(CheckRules, RowsPointAtTroubleshootingSectionsAndCiteNoInternalNotes) {
+  auto doc = ReadTextFile(std::string(GPUPLAN_SOURCE_DIR) + "/docs/troubleshooting.md");
+  ASSERT_TRUE(doc.ok()) << doc.status().ToString();
+  const std::string prefix = "docs/troubleshooting.md#";
+  for (const auto& r : Rules()) {
+    ASSERT_EQ(r.troubleshooting.rfind(prefix, 0), 0u) << r.id << ": " << r.troubleshooting;
+    const std::string anchor = r.troubleshooting.substr(prefix.size());
+    EXPECT_NE(doc->find("<a id=\"" + anchor + "\"></a>"), std::string::npos) << r.id << ": no section #" << anchor;
+    for (const std::string& cell : {r.source, r.next, r.troubleshooting})
+      for (const char* bad : {"seed 0", "seed0", "launch-serving-checks", "shared/", "notes.md", "exports-audit", "\xC2\xA7"})
+        EXPECT_EQ(cell.find(bad), std::string::npos) << r.id << " cites '" << bad << "': " << cell;
+  }
+}
 
 TEST(CheckRules, DocsListEveryCheckWithItsSource) {
   auto doc = ReadTextFile(std::string(GPUPLAN_SOURCE_DIR) + "/docs/checks.md");

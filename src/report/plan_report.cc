@@ -68,6 +68,10 @@ nlohmann::json PlanJson(const Plan& p, const PlanPrintContext& ctx) {
       {"nodes", p.nodes},
       {"gpus", p.job.cluster.num_gpus},
       {"tier", ToString(p.tier)},
+      {"engine", p.engine},
+      {"engine_family", p.engine_family},
+      {"family_best", p.family_best},
+      {"beyond_top", p.beyond_top},
       {"precision", ToString(p.job.training.precision)},
       {"job", JobKeysJson(p.job)},
       {"parallel", {{"tp", q.tp}, {"pp", q.pp}, {"vpp", q.vpp}, {"dp", q.dp}, {"cp", q.cp}, {"zero", q.zero},
@@ -221,15 +225,16 @@ std::string PlanToText(const PlanResult& r, const Job& job, bool md, const PlanP
     std::vector<std::vector<std::string>> rows;
     int rank = 1;
     for (const auto& p : r.plans)
-      rows.push_back({std::to_string(rank++), p.instance.id + Kind(p),
+      rows.push_back({std::to_string(rank++), p.engine + (p.family_best ? "*" : ""), p.instance.id + Kind(p),
                       std::to_string(p.nodes), std::to_string(p.job.cluster.num_gpus), Layout(p),
                       std::to_string(p.job.training.micro_batch) + "x" + std::to_string(p.estimate.grad_accum),
                       ToString(p.job.training.recompute), ToString(p.job.training.precision),
                       F("%.1f", p.memory_bytes / (1024.0 * 1024 * 1024)), F("%.1f%%", 100 * p.estimate.mfu), Hours(p.time_s),
                       F("%.0f%%", 100 * p.wall.goodput), Usd(p.cost, p.cost.with_rerun_usd)});
-    out += RenderTable({"#", "instance", "nodes", "GPUs", "layout", "mb x accum", "recompute", "prec", "mem GiB", "MFU", "time",
+    out += RenderTable({"#", "engine", "instance", "nodes", "GPUs", "layout", "mb x accum", "recompute", "prec", "mem GiB", "MFU", "time",
                         "goodput", "cost (x rerun)"},
                        rows, md);
+    out += "engine: the export format that runs the row unchanged (gpuplan export --to ENGINE --plan N); * = its family's best\n";
     const Plan& p = r.plans.front();
     const CostBreakdown& c = p.cost;
     out += md ? "\n### Recommended setup\n\n" : "\nrecommended setup\n-----------------\n";

@@ -1,5 +1,6 @@
 // §5 ranking by the objective at wall-clock, and the time-vs-cost Pareto front (planner.md §5).
 #include <algorithm>
+#include <string>
 
 #include "stages.h"
 
@@ -34,6 +35,20 @@ std::vector<Candidate> ParetoFront(const std::vector<Candidate>& ranked) {
   for (const auto& b : priced)
     if (front.empty() || b.run.cost.with_rerun_usd < front.back().run.cost.with_rerun_usd) front.push_back(b);
   return front;
+}
+
+std::vector<Candidate> TopWithFamilies(const std::vector<Variant>& variants, const std::vector<Item>& items,
+                                       const std::vector<Candidate>& ranked, size_t top) {
+  std::vector<Candidate> out(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(std::min(top, ranked.size())));
+  std::vector<std::string> seen;
+  for (const auto& c : out) seen.push_back(variants[items[c.item].variant].engine->family);
+  for (size_t i = out.size(); i < ranked.size(); ++i) {
+    const std::string& f = variants[items[ranked[i].item].variant].engine->family;
+    if (std::find(seen.begin(), seen.end(), f) != seen.end()) continue;
+    seen.push_back(f);
+    out.push_back(ranked[i]);
+  }
+  return out;
 }
 
 }  // namespace gpuplan::search

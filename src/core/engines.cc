@@ -185,10 +185,10 @@ const Check kLayoutChecks[] = {
      [](const Job&, int64_t) {
        return Gap{"tp with ep without sequence parallelism", "parallel.sequence_parallel", "false", "parallel.sequence_parallel true"};
      }},
-    {[](const EngineCaps& e, const Job& j, int64_t) { return j.parallel.dp * j.parallel.cp > 1 && !Has(e.zero, j.parallel.zero); },
+    {[](const EngineCaps& e, const Job& j, int64_t) { return !Has(e.zero, j.parallel.zero); },
      [](const Job& j, int64_t) { return Gap{"ZeRO-" + Z(j), "parallel.zero", Z(j), "another ZeRO stage"}; }},
     {[](const EngineCaps& e, const Job& j, int64_t) {
-       return j.parallel.dp * j.parallel.cp > 1 && ModelParallel(j.parallel) && !Has(e.zero_with_model_parallel, j.parallel.zero);
+       return ModelParallel(j.parallel) && !Has(e.zero_with_model_parallel, j.parallel.zero);
      },
      [](const Job& j, int64_t) {
        return Gap{"ZeRO-" + Z(j) + " together with tp/cp/pp/ep", "parallel.zero", Z(j) + " with " + Degrees(j), "another ZeRO stage"};

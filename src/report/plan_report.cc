@@ -225,7 +225,7 @@ std::string PlanToText(const PlanResult& r, const Job& job, bool md, const PlanP
     std::vector<std::vector<std::string>> rows;
     int rank = 1;
     for (const auto& p : r.plans)
-      rows.push_back({std::to_string(rank++), p.engine + (p.family_best ? "*" : ""), p.instance.id + Kind(p),
+      rows.push_back({std::to_string(rank++), ToString(p.job.training.framework) + (p.family_best ? "*" : ""), p.instance.id + Kind(p),
                       std::to_string(p.nodes), std::to_string(p.job.cluster.num_gpus), Layout(p),
                       std::to_string(p.job.training.micro_batch) + "x" + std::to_string(p.estimate.grad_accum),
                       ToString(p.job.training.recompute), ToString(p.job.training.precision),
@@ -234,7 +234,8 @@ std::string PlanToText(const PlanResult& r, const Job& job, bool md, const PlanP
     out += RenderTable({"#", "engine", "instance", "nodes", "GPUs", "layout", "mb x accum", "recompute", "prec", "mem GiB", "MFU", "time",
                         "goodput", "cost (x rerun)"},
                        rows, md);
-    out += "engine: the export format that runs the row unchanged (gpuplan export --to ENGINE --plan N); * = its family's best\n";
+    out += "engine: the framework that runs the row as it is (* its family's best); export with --to megatron, deepspeed\n"
+           "(hf-trainer too), accelerate (fsdp, unsloth), torchtitan or torchrun (torchtune, llm-foundry): JSON plans[].engine\n";
     const Plan& p = r.plans.front();
     const CostBreakdown& c = p.cost;
     out += md ? "\n### Recommended setup\n\n" : "\nrecommended setup\n-----------------\n";

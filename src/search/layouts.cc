@@ -187,7 +187,7 @@ void PriceFastest(const Context& ctx, const Setup& su, const Item& it, size_t it
 
 // The lowest ZeRO stage the engine runs with these model-parallel degrees.
 int LowestZero(const EngineCaps& e, int64_t tp, int64_t cp, int64_t pp, int64_t ep) {
-  const std::vector<int>& z = tp > 1 || cp > 1 || pp > 1 || ep > 1 ? e.zero_with_model_parallel : std::vector<int>{0};
+  const std::vector<int>& z = tp > 1 || cp > 1 || pp > 1 || ep > 1 ? e.zero_with_model_parallel : e.zero;
   return z.empty() ? 0 : *std::min_element(z.begin(), z.end());
 }
 

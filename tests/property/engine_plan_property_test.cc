@@ -27,15 +27,19 @@ TEST(EnginePlanProperty, EveryRankedPlanExportsToItsEngine) {
   for (int i = 0; i < 8; ++i) {
     const std::string framework = pick({"generic", "megatron", "deepspeed", "hf-trainer", "torchtitan", "fsdp", "nemo", "torchtune"});
     const std::string method = framework == "megatron" || framework == "nemo" || framework == "torchtitan" ? "full" : pick({"full", "lora"});
-    std::string yaml = "model: {preset: " + pick({"llama-2-7b", "llama-3-8b", "llama-2-13b", "qwen2.5-32b"}) + "}\ntraining: {method: " +
+    std::string yaml = "model: {preset: " + pick({"llama-2-7b", "llama-3-8b", "llama-2-13b", "qwen2.5-72b", "mpt-7b"}) + "}\ntraining: {method: " +
                        method + ", seq_len: " + pick({"2048", "4096"}) + ", global_batch: " + pick({"64", "256"}) +
                        ", tokens: 1e9" + (framework == "generic" ? "" : ", framework: " + framework) +
-                       "}\nconstraints: {max_gpus: " + pick({"8", "32", "64"}) + ", gpus: [" + pick({"h100", "a100-80gb", "l40s"}) +
+                       "}\nconstraints: {max_gpus: " + pick({"8", "32", "64"}) + ", gpus: [" + pick({"h100", "a100-80gb", "l40s", "a800"}) +
                        "], objective: " + pick({"time", "cost"}) + "}\n";
     auto job = ParseJobText(yaml, "random.yaml");
     ASSERT_TRUE(job.ok()) << yaml << job.status().ToString();
     auto r = PlanJob(*job, Cat(), Calibration::Builtin());
-    ASSERT_TRUE(r.ok()) << yaml << r.status().ToString();
+    if (!r.ok()) {  // a named engine that cannot train the job at all (ALiBi on Megatron) is bad input, said so
+      EXPECT_EQ(r.status().code(), StatusCode::kBadInput) << yaml << r.status().ToString();
+      EXPECT_NE(r.status().reason().find("cannot express"), std::string::npos) << r.status().ToString();
+      continue;
+    }
     for (size_t n = 0; n < r->plans.size(); ++n) {
       const Plan& p = r->plans[n];
       const auto format = ParseExportFormat(p.engine);

@@ -87,9 +87,10 @@ const std::vector<std::string>& ExportFormatNames();
 // The engines (the formats that carry a layout and a per-node launch.sh); slurm, kubernetes and
 // skypilot wrap one of them (--engine), fabric is the NCCL environment alone.
 bool IsEngine(ExportFormat f);
-// The engine a wrapper uses when --engine is not given: the job's framework (megatron/nemo ->
-// megatron, torchtitan -> torchtitan, deepspeed/hf-trainer -> deepspeed, fsdp -> accelerate),
-// else the first engine that can express the layout (megatron for pp/vpp/cp, else deepspeed).
+// The engine a wrapper uses when --engine is not given: the job's framework's export format
+// (data/engines.csv: megatron/nemo -> megatron, torchtitan -> torchtitan, deepspeed/hf-trainer ->
+// deepspeed, fsdp/unsloth -> accelerate, torchtune/llm-foundry -> torchrun), else (generic) the
+// first engine that can express the layout (megatron for pp/vpp/cp, else deepspeed).
 ExportFormat DefaultEngine(const Job& job);
 
 struct Artifact {
@@ -101,9 +102,10 @@ struct Artifact {
 // What a format cannot express for this plan's layout ("" = it can), e.g. "deepspeed's config has
 // no pipeline parallelism (pp 4): use --to megatron or torchtitan". Export refuses such a plan
 // (exit 1) when it is pinned; when it comes from the planner, PinsForFormat re-plans instead.
+// The checks are the format's own engine's row of data/engines.csv (gpuplan/engines.h).
 std::string CannotExpress(ExportFormat engine, const LaunchPlan& plan);
-// The job keys a format pins so that the planner only proposes layouts it can express
-// (e.g. deepspeed: parallel.pp=1, parallel.cp=1, parallel.vpp=1); empty when it can express all.
+// The job keys a format pins so that the planner only proposes layouts it can express: its own
+// engine as training.framework (accelerate: fsdp); empty for torchrun (it can express all).
 std::vector<std::pair<std::string, std::string>> PinsForFormat(ExportFormat engine);
 
 // The header every artefact starts with: the gpuplan version, the origin, the instance, nodes,

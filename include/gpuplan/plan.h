@@ -73,6 +73,12 @@ struct Plan {
   std::vector<std::string> warnings;  // spot price implausibly low, spot capacity scarce, ...
   std::string bottleneck;
   std::string network;          // link id used between nodes
+  // The engine that runs it (data/engines.csv): job.training.framework's export format, which
+  // expresses this layout unchanged, and its family (megatron | deepspeed | fsdp | hf).
+  std::string engine;
+  std::string engine_family;
+  bool family_best = false;     // the best row of its family
+  bool beyond_top = false;      // shown after the top rows because it is its family's best
 };
 
 // A counted reason a candidate or a setup was dropped; `code` is stable for scripts.

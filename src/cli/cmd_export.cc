@@ -71,6 +71,16 @@ Result<LaunchPlan> FromPlanner(const Args& args, const Context& ctx, std::option
   const ExportFormat engine = fixed ? *fixed : DefaultEngine(best.job);
   const std::string why = CannotExpress(engine, best);
   if (why.empty()) return best;
+  // Rows name the engine that runs them (a job without a framework ranks every family): the
+  // first row on this format's engine is taken as it is.
+  for (size_t i = 1; i < result->plans.size(); ++i) {
+    if (result->plans[i].engine != ToString(engine)) continue;
+    const std::string n = std::to_string(i + 1);
+    LaunchPlan lp = LaunchPlanFromPlan(result->plans[i], ctx.catalog, "plan #" + n + " of " + src);
+    if (!CannotExpress(engine, lp).empty()) continue;
+    lp.note = "plan #1 runs on " + result->plans.front().engine + "; plan #" + n + " is the best row " + ToString(engine) + " runs";
+    return lp;
+  }
   // The best setup uses what the engine cannot say: plan again with the engine's pins.
   Job pinned = ctx.job;
   for (const auto& [key, value] : PinsForFormat(engine)) {

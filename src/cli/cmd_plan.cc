@@ -8,6 +8,8 @@
 #include "cli.h"
 #include "commands.h"
 #include "ledger_flags.h"
+#include "gpuplan/engines.h"
+#include "gpuplan/job_keys.h"
 #include "gpuplan/report.h"
 
 namespace gpuplan::cli {
@@ -19,10 +21,32 @@ const std::vector<FlagSpec>& PlanFlags() {
     f.push_back({"threads", true, "search threads (default 2)"});
     f.push_back({"wide", false, "text: every column of the plans table (nodes, GPUs, recompute, MFU, goodput)"});
     f.push_back({"explain", false, "text: list every rejection of the search by its code (the JSON always does)"});
+    f.push_back({"engine", true,
+                 "plan only what this engine runs: megatron|deepspeed|accelerate|torchtitan, or a framework name (default: "
+                 "training.framework, else the best plan of each engine family)"});
     for (auto& l : LedgerFlags()) f.push_back(l);
     return f;
   }();
   return flags;
+}
+// --engine E: the framework whose engine runs the plan (an export format names its own engine).
+Status ApplyEngine(const Args& args, Job& job) {
+  if (!args.Has("engine")) return Status::Ok();
+  const Location where{"command line", 0, "--engine"};
+  const std::string name = args.Get("engine");
+  const EngineCaps* e = EngineForFormat(name);
+  if (!e)
+    if (auto f = ParseFramework(name)) e = EngineFor(*f);
+  if (!e) {
+    std::string all = "megatron, deepspeed, accelerate, torchtitan";
+    for (const auto& x : Engines())
+      if (all.find(x.id) == std::string::npos) all += ", " + x.id;
+    return Status::BadInput(where, "unknown engine '" + name + "' (expected one of " + all + ")");
+  }
+  if (job.IsSet("training.framework") && job.training.framework != e->framework)
+    return Status::BadInput(where, "'" + name + "' runs framework " + e->id + ", but training.framework is " +
+                                       ToString(job.training.framework) + ": drop one");
+  return SetJobKey(job, "training.framework", e->id, where);
 }
 }  // namespace
 
@@ -40,6 +64,7 @@ int CmdPlan(const std::vector<std::string>& argv) {
   // Not finalized: cluster/parallel keys the user set are pins, the rest stay open.
   auto ctx = LoadContext(*args, /*finalize_job=*/false);
   if (!ctx.ok()) return Fail(ctx.status(), json);
+  if (Status st = ApplyEngine(*args, ctx->job); !st.ok()) return Fail(st, json);
   std::vector<CalibrationOverride> measured;
   if (args->Has("ledger") && !ctx->job.IsSet("cluster.gpu"))
     return Fail(Status::BadInput({"command line", 0, "--ledger"}, "plan --ledger needs the pool's GPU (--gpu or cluster.gpu): its measured numbers are that GPU's"), json);

@@ -12,14 +12,13 @@
 #include <nlohmann/json.hpp>
 
 #include "gpuplan/calibration.h"
+#include "gpuplan/engines.h"
 #include "gpuplan/launch.h"
 #include "gpuplan/plan.h"
 
 namespace gpuplan {
 
 namespace {
-
-using Pins = std::vector<std::pair<std::string, std::string>>;
 
 std::string Str(int64_t v) { return std::to_string(v); }
 std::string Str(bool v) { return v ? "true" : "false"; }
@@ -53,124 +52,6 @@ std::string ScriptWords(const std::string& script, const std::vector<std::string
 
 int64_t World(const LaunchPlan& p) { return p.nodes * p.gpus_per_node; }
 bool TpAcrossNodes(const LaunchPlan& p) { return p.job.parallel.tp > p.gpus_per_node; }
-
-// ---- what each format cannot express (one line: the field, its value, the formats that can) ----
-
-std::string Refuse(const std::string& format, const std::string& what, const std::string& field, const std::string& value,
-                   const std::string& use) {
-  return format + " cannot express " + what + " (" + field + " " + value + "): use " + use;
-}
-
-// The layout checks deepspeed and accelerate share: no pipeline, no experts, tp within a node.
-std::string RefuseNoPipeline(const std::string& f, const LaunchPlan& p) {
-  const ParallelSpec& q = p.job.parallel;
-  if (q.pp > 1) return Refuse(f, "pipeline parallelism", "parallel.pp", Str(q.pp), "--to megatron or --to torchtitan");
-  if (q.vpp > 1) return Refuse(f, "interleaved pipeline stages", "parallel.vpp", Str(q.vpp), "--to megatron or --to torchtitan");
-  if (q.ep > 1) return Refuse(f, "expert parallelism", "parallel.ep", Str(q.ep), "--to megatron or --to torchtitan");
-  if (TpAcrossNodes(p))
-    return Refuse(f, "tensor parallelism across nodes", "parallel.tp", Str(q.tp) + " > " + Str(p.gpus_per_node) + " GPUs per node",
-                  "--to megatron");
-  if (q.sequence_parallel)
-    return Refuse(f, "Megatron sequence parallelism", "parallel.sequence_parallel", "true", "--to megatron or --to torchtitan");
-  return "";
-}
-
-std::string CannotDeepspeed(const LaunchPlan& p) {
-  const ParallelSpec& q = p.job.parallel;
-  const std::string f = "deepspeed";
-  if (std::string r = RefuseNoPipeline(f, p); !r.empty()) return r;
-  if (q.cp > 1) return Refuse(f, "context parallelism", "parallel.cp", Str(q.cp), "--to megatron, --to torchtitan or --to accelerate");
-  // AutoTP training (deepspeed.ai/tutorials/autotp-training): TP within a node, ZeRO stage 0, 1 or 2.
-  if (q.tp > 1 && q.zero > 2)
-    return Refuse(f, "AutoTP with ZeRO-3", "parallel.zero", "3 with parallel.tp " + Str(q.tp),
-                  "--to accelerate, --to torchtitan or --to megatron");
-  if (q.offload == Offload::kOptimizer && q.zero < 2)
-    return Refuse(f, "optimizer offload below ZeRO-2 (accelerate's DeepSpeed plugin refuses it)", "parallel.zero",
-                  Str(int64_t{q.zero}) + " with parallel.offload optimizer", "--to megatron");
-  if (q.offload == Offload::kOptimizerParams && q.zero < 3)
-    return Refuse(f, "parameter offload below ZeRO-3", "parallel.zero", Str(int64_t{q.zero}) + " with parallel.offload optimizer+params",
-                  "ZeRO-3");
-  return "";
-}
-
-std::string CannotAccelerate(const LaunchPlan& p) {
-  const ParallelSpec& q = p.job.parallel;
-  const std::string f = "accelerate";
-  if (std::string r = RefuseNoPipeline(f, p); !r.empty()) return r;
-  // parallelism_config (tp/cp) composes with FSDP2 only (accelerate docs: CP and TP run on FSDP2).
-  if ((q.tp > 1 || q.cp > 1) && (q.zero < 2 || q.offload == Offload::kOptimizer))
-    return Refuse(f, "tp/cp without FSDP2 (parallelism_config needs ZeRO 2/3 as FSDP, no optimizer-only offload)", "parallel.zero",
-                  Str(int64_t{q.zero}) + " with parallel.tp " + Str(q.tp) + ", parallel.cp " + Str(q.cp) + ", parallel.offload " +
-                      ToString(q.offload),
-                  "--to megatron or --to torchtitan");
-  if (q.offload == Offload::kOptimizer && q.zero < 2)
-    return Refuse(f, "optimizer offload below ZeRO-2 (offload_optimizer_device is only applicable with ZeRO >= 2)", "parallel.zero",
-                  Str(int64_t{q.zero}) + " with parallel.offload optimizer", "--to megatron");
-  if (q.offload == Offload::kOptimizerParams && q.zero < 3)
-    return Refuse(f, "parameter offload below ZeRO-3", "parallel.zero", Str(int64_t{q.zero}) + " with parallel.offload optimizer+params",
-                  "ZeRO-3");
-  return "";
-}
-
-std::string CannotMegatron(const LaunchPlan& p) {
-  const Job& j = p.job;
-  const ParallelSpec& q = j.parallel;
-  const std::string f = "megatron";
-  if (IsAdapterMethod(j.training.method))
-    return Refuse(f, "adapter training (pretrain_gpt.py has no LoRA)", "training.method", ToString(j.training.method),
-                  "--to deepspeed or --to accelerate with PEFT in the script");
-  if (j.arch.position == PositionKind::kAlibi)
-    return Refuse(f, "ALiBi positions (--position-embedding-type: rope, learned_absolute, ...)", "model.position", "alibi",
-                  "--to deepspeed or --to accelerate");
-  if (q.offload == Offload::kOptimizerParams)
-    return Refuse(f, "parameter offload (only the optimizer offloads: --optimizer-cpu-offload)", "parallel.offload", "optimizer+params",
-                  "--to deepspeed or --to accelerate");
-  if (q.offload == Offload::kOptimizer && q.zero < 1)
-    return Refuse(f, "optimizer offload without the distributed optimizer", "parallel.zero", "0 with parallel.offload optimizer",
-                  "ZeRO >= 1");
-  if (j.arch.layers % (q.pp * q.vpp) != 0)
-    return Refuse(f, "layers that do not divide into pipeline stages", "model.layers",
-                  Str(j.arch.layers) + " over parallel.pp " + Str(q.pp) + " x parallel.vpp " + Str(q.vpp),
-                  q.vpp > 1 ? "a pp x vpp that divides the layers" : "--to torchtitan (it splits stages unevenly)");
-  if (q.tp > 1 && q.ep > 1 && !q.sequence_parallel)
-    return Refuse(f, "tp with ep without sequence parallelism (Megatron requires --sequence-parallel)", "parallel.sequence_parallel",
-                  "false", "parallel.sequence_parallel true");
-  if (j.training.precision == Precision::kFp8 && j.training.fp8_recipe == Fp8Recipe::kRowwise)
-    return Refuse(f, "a rowwise fp8 recipe (--fp8-recipe: tensorwise, delayed, mxfp8, blockwise)", "training.fp8_recipe", "rowwise",
-                  "--to torchtitan");
-  return "";
-}
-
-std::string CannotTorchtitan(const LaunchPlan& p) {
-  const Job& j = p.job;
-  const ParallelSpec& q = j.parallel;
-  const std::string f = "torchtitan";
-  if (IsAdapterMethod(j.training.method))
-    return Refuse(f, "adapter training (v0.2.x trains full models)", "training.method", ToString(j.training.method),
-                  "--to deepspeed or --to accelerate with PEFT in the script");
-  if (q.offload != Offload::kNone)
-    return Refuse(f, "offload", "parallel.offload", ToString(q.offload), "--to deepspeed or --to accelerate");
-  if (q.zero == 1)
-    return Refuse(f, "ZeRO-1 (its data parallelism is DDP or FSDP)", "parallel.zero", "1", "--to deepspeed or --to megatron");
-  if (q.zero == 0 && (q.tp > 1 || q.pp > 1 || q.cp > 1 || q.ep > 1))
-    return Refuse(f, "DDP with other parallelism (DDP runs alone)", "parallel.zero", "0 with " + LayoutString(j),
-                  "ZeRO-3 (FSDP) or --to megatron");
-  if (TpAcrossNodes(p))
-    return Refuse(f, "tensor parallelism across nodes", "parallel.tp", Str(q.tp) + " > " + Str(p.gpus_per_node) + " GPUs per node",
-                  "--to megatron");
-  if (q.tp > 1 && !q.sequence_parallel)
-    return Refuse(f, "tp without sequence parallelism (its TP plan always shards norms on the sequence)", "parallel.sequence_parallel",
-                  "false", "--to megatron");
-  if (q.vpp > 1 && j.arch.layers % (q.pp * q.vpp) != 0)
-    return Refuse(f, "interleaved stages that do not divide the layers (pipeline_parallel_layers_per_stage)", "model.layers",
-                  Str(j.arch.layers) + " over parallel.pp " + Str(q.pp) + " x parallel.vpp " + Str(q.vpp), "a pp x vpp that divides the layers");
-  if (j.training.precision == Precision::kFp16)
-    return Refuse(f, "fp16 (mixed_precision_param is bfloat16 or float32)", "training.precision", "fp16",
-                  "--to deepspeed, --to accelerate or --to megatron");
-  if (j.training.precision == Precision::kFp8 && j.training.fp8_recipe == Fp8Recipe::kDelayed)
-    return Refuse(f, "delayed fp8 scaling (torchao float8: tensorwise, rowwise)", "training.fp8_recipe", "delayed", "--to megatron");
-  return "";
-}
 
 // ---- launch.sh: the per-node torchrun command every engine shares ----
 
@@ -922,31 +803,22 @@ std::vector<Artifact> ExportTorchtitan(const LaunchPlan& p) {
 
 }  // namespace
 
+// What a format cannot express: its own engine's row of data/engines.csv (one table with the
+// planner); torchrun and the wrappers carry nodes and processes only.
 std::string CannotExpress(ExportFormat engine, const LaunchPlan& plan) {
-  switch (engine) {
-    case ExportFormat::kDeepspeed: return CannotDeepspeed(plan);
-    case ExportFormat::kAccelerate: return CannotAccelerate(plan);
-    case ExportFormat::kMegatron: return CannotMegatron(plan);
-    case ExportFormat::kTorchtitan: return CannotTorchtitan(plan);
-    default: return "";  // torchrun (and the wrappers' own files) carry nodes and processes only
-  }
+  const std::string name = ToString(engine);
+  const EngineCaps* e = EngineForFormat(name);
+  if (!e) return "";
+  if (std::string why = EngineCannotTrain(*e, plan.job, name); !why.empty()) return why;
+  return EngineCannotLayout(*e, plan.job, plan.gpus_per_node, name);
 }
 
 std::vector<std::pair<std::string, std::string>> PinsForFormat(ExportFormat engine) {
-  switch (engine) {
-    // AutoTP (deepspeed) and parallelism_config (accelerate) need the ZeRO stage to match: they are
-    // exported when the user pins tp/cp, the planner proposes none.
-    case ExportFormat::kDeepspeed:
-      return {{"parallel.tp", "1"}, {"parallel.pp", "1"}, {"parallel.vpp", "1"}, {"parallel.cp", "1"}, {"parallel.ep", "1"},
-              {"parallel.sequence_parallel", "false"}};
-    case ExportFormat::kAccelerate:
-      return {{"parallel.tp", "1"}, {"parallel.pp", "1"}, {"parallel.vpp", "1"}, {"parallel.cp", "1"}, {"parallel.ep", "1"},
-              {"parallel.sequence_parallel", "false"}};
-    // Megatron offloads the optimizer only, torchtitan nothing; torchtitan's data parallelism is FSDP.
-    case ExportFormat::kMegatron: return {{"parallel.offload", "none"}};
-    case ExportFormat::kTorchtitan: return {{"parallel.offload", "none"}, {"parallel.zero", "3"}};
-    default: return {};
-  }
+  // The format's own engine as the job's framework: the planner then searches only the layouts
+  // that engine expresses (data/engines.csv).
+  const EngineCaps* e = EngineForFormat(ToString(engine));
+  if (!e) return {};
+  return {{"training.framework", e->id}};
 }
 
 Result<std::vector<Artifact>> ExportEngine(ExportFormat engine, const LaunchPlan& plan, const Catalog& catalog) {

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <set>
 
+#include "gpuplan/engines.h"
 #include "gpuplan/launch.h"
 #include "gpuplan/plan.h"
 #include "gpuplan/data.h"
@@ -55,20 +56,9 @@ bool IsEngine(ExportFormat f) {
 }
 
 ExportFormat DefaultEngine(const Job& job) {
-  switch (job.training.framework) {
-    case Framework::kMegatron:
-    case Framework::kNemo:
-      return ExportFormat::kMegatron;
-    case Framework::kTorchtitan:
-      return ExportFormat::kTorchtitan;
-    case Framework::kDeepspeed:
-    case Framework::kHfTrainer:
-      return ExportFormat::kDeepspeed;
-    case Framework::kFsdp:
-      return ExportFormat::kAccelerate;
-    default:
-      break;
-  }
+  // The framework's export format (data/engines.csv export column).
+  if (const EngineCaps* e = EngineFor(job.training.framework))
+    if (auto f = ParseExportFormat(e->export_format)) return *f;
   const ParallelSpec& q = job.parallel;
   if (q.pp > 1 || q.vpp > 1 || q.cp > 1 || q.ep > 1) return ExportFormat::kMegatron;
   return ExportFormat::kDeepspeed;

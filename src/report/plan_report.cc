@@ -70,6 +70,10 @@ nlohmann::json PlanJson(const Plan& p, const PlanPrintContext& ctx) {
       {"nodes", p.nodes},
       {"gpus", p.job.cluster.num_gpus},
       {"tier", ToString(p.tier)},
+      {"engine", p.engine},
+      {"engine_family", p.engine_family},
+      {"family_best", p.family_best},
+      {"beyond_top", p.beyond_top},
       {"precision", ToString(p.job.training.precision)},
       {"job", JobKeysJson(p.job)},
       {"parallel", {{"tp", q.tp}, {"pp", q.pp}, {"vpp", q.vpp}, {"dp", q.dp}, {"cp", q.cp}, {"zero", q.zero},
@@ -215,6 +219,9 @@ std::string CompactLayout(const Plan& p) {
   return s;
 }
 
+// The framework that runs the row as it is; * marks its engine family's best row.
+std::string Engine(const Plan& p) { return ToString(p.job.training.framework) + (p.family_best ? "*" : ""); }
+
 std::string PlansTable(const PlanResult& r, bool wide, bool md) {
   std::vector<std::vector<std::string>> rows;
   int rank = 1;
@@ -222,18 +229,18 @@ std::string PlansTable(const PlanResult& r, bool wide, bool md) {
     const std::string mb = std::to_string(p.job.training.micro_batch) + "x" + std::to_string(p.estimate.grad_accum);
     const std::string gib = F("%.1f", p.memory_bytes / (1024.0 * 1024 * 1024));
     if (wide)
-      rows.push_back({std::to_string(rank++), p.instance.id + Kind(p), std::to_string(p.nodes), std::to_string(p.job.cluster.num_gpus),
+      rows.push_back({std::to_string(rank++), Engine(p), p.instance.id + Kind(p), std::to_string(p.nodes), std::to_string(p.job.cluster.num_gpus),
                       Layout(p), mb, ToString(p.job.training.recompute), ToString(p.job.training.precision), gib,
                       F("%.1f%%", 100 * p.estimate.mfu), Hours(p.time_s), F("%.0f%%", 100 * p.wall.goodput), Usd(p.cost, p.cost.with_rerun_usd)});
     else
-      rows.push_back({std::to_string(rank++), p.instance.id + Kind(p), std::to_string(p.nodes) + "x" + std::to_string(p.job.cluster.num_gpus / std::max<int64_t>(p.nodes, 1)),
+      rows.push_back({std::to_string(rank++), Engine(p), p.instance.id + Kind(p), std::to_string(p.nodes) + "x" + std::to_string(p.job.cluster.num_gpus / std::max<int64_t>(p.nodes, 1)),
                       CompactLayout(p), mb, ToString(p.job.training.precision), gib, Hours(p.time_s), Usd(p.cost, p.cost.with_rerun_usd)});
   }
   if (wide)
-    return RenderTable({"#", "instance", "nodes", "GPUs", "layout", "mb x accum", "recompute", "prec", "mem GiB", "MFU", "time", "goodput",
+    return RenderTable({"#", "engine", "instance", "nodes", "GPUs", "layout", "mb x accum", "recompute", "prec", "mem GiB", "MFU", "time", "goodput",
                         "cost (x rerun)"},
                        rows, md);
-  return RenderTable({"#", "instance", "nodes x GPUs", "layout", "mb x accum", "prec", "mem GiB", "time", "cost"}, rows, false);
+  return RenderTable({"#", "engine", "instance", "nodes x GPUs", "layout", "mb x accum", "prec", "mem GiB", "time", "cost"}, rows, false);
 }
 
 // Rejections that are the search's own bookkeeping: layouts that cannot exist as written, not a choice a
@@ -298,6 +305,8 @@ std::string PlanToText(const PlanResult& r, const Job& job, bool md, const PlanP
     out += "no plan meets the constraints [" + r.relax_code + "]: " + r.relax + "\n";
   } else {
     out += PlansTable(r, md || ctx.wide, md);
+    out += "engine: the framework that runs the row as it is (* its family's best); export with --to megatron, deepspeed\n"
+           "(hf-trainer too), accelerate (fsdp, unsloth), torchtitan or torchrun (torchtune, llm-foundry): JSON plans[].engine\n";
     const Plan& p = r.plans.front();
     const CostBreakdown& c = p.cost;
     out += md ? "\n### Recommended setup\n\n" : "\nrecommended setup\n-----------------\n";

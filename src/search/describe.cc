@@ -165,6 +165,9 @@ Plan Describe(const Context& ctx, const std::vector<Setup>& setups, const std::v
   p.nodes = it.nodes;
   p.job = ctx.job;
   p.job.training.precision = v.precision;
+  p.job.training.framework = v.engine->framework;
+  p.engine = v.engine->export_format;
+  p.engine_family = v.engine->family;
   p.job.cluster.gpu = su.inst.gpu_id;
   p.job.cluster.gpus_per_node = su.inst.gpu_count;
   p.job.cluster.num_gpus = it.nodes * su.inst.gpu_count;

@@ -77,6 +77,14 @@ bool SpotOffered(const Context& ctx, const InstanceSpec& inst) {
 }
 }  // namespace
 
+std::vector<const EngineCaps*> PlanningEngines(const Job& job) {
+  if (const EngineCaps* e = EngineFor(job.training.framework)) return {e};
+  std::vector<const EngineCaps*> out;
+  for (Framework f : GenericPlanningEngines())
+    if (const EngineCaps* e = EngineFor(f)) out.push_back(e);
+  return out;
+}
+
 std::vector<Setup> EnumerateSetups(const Context& ctx, Rejects& rejects, std::vector<std::string>& notes) {
   const Constraints& con = ctx.job.constraints;
   std::vector<std::string> gpus;
@@ -136,13 +144,11 @@ std::vector<Setup> EnumerateSetups(const Context& ctx, Rejects& rejects, std::ve
 
 namespace {
 // The precisions a setup is planned at: the pinned one, else bf16 (fp16 where the GPU has no
-// bf16, as on V100/T4) and fp8 where the GPU and the method support it (planner.md §2).
+// bf16, as on V100/T4). fp8 only when the job asks for it (training.precision: fp8): its numerics
+// need validating on the user's loss curve, so the planner never picks it alone (planner.md §2).
 std::vector<Precision> Precisions(const Context& ctx, const GpuSpec& g) {
   if (ctx.pinned("training.precision")) return {ctx.job.training.precision};
-  std::vector<Precision> out = {g.bf16_supported ? Precision::kBf16 : Precision::kFp16};
-  const Method m = ctx.job.training.method;
-  if (g.fp8_supported && g.fp8_flops && (m == Method::kFull || m == Method::kPretrain)) out.push_back(Precision::kFp8);
-  return out;
+  return {g.bf16_supported ? Precision::kBf16 : Precision::kFp16};
 }
 
 }  // namespace
@@ -152,9 +158,15 @@ std::vector<Variant> ResolveVariants(const Context& ctx, const std::vector<Setup
   for (size_t si = 0; si < setups.size(); ++si) {
     const Setup& su = setups[si];
     const GpuSpec g = *ctx.catalog.FindGpu(su.inst.gpu_id);
+    for (const EngineCaps* engine : PlanningEngines(ctx.job))
     for (Precision p : Precisions(ctx, g)) {
       Job j = ctx.job;
       j.training.precision = p;
+      j.training.framework = engine->framework;
+      if (const std::string why = EngineCannotTrain(*engine, j, engine->id); !why.empty()) {
+        rejects.Add("engine_cannot_train", why);
+        continue;
+      }
       j.cluster.gpu = su.inst.gpu_id;
       j.cluster.gpus_per_node = su.inst.gpu_count;
       j.cluster.num_gpus = su.inst.gpu_count;
@@ -172,6 +184,7 @@ std::vector<Variant> ResolveVariants(const Context& ctx, const std::vector<Setup
       Variant v;
       v.setup = si;
       v.precision = p;
+      v.engine = engine;
       v.hw = *hw;
       // Checkpoint sizes depend on the model and recipe, not the layout: size them on one node.
       Job one = j;

@@ -19,13 +19,14 @@ double Score(Objective o, double time_s, const CostBreakdown& c) {
 }
 
 const char* HotRejectCode(int r) {
-  static const char* const codes[] = {"batch_not_divisible", "memory", "tp_crosses_nodes", "ep_layout", "recompute_dominated"};
+  static const char* const codes[] = {"batch_not_divisible", "memory", "tp_crosses_nodes", "ep_layout", "recompute_dominated", "engine_layout"};
   return codes[r];
 }
 const char* HotRejectReason(int r) {
   static const char* const reasons[] = {"global batch not divisible by dp x micro-batch", "does not fit GPU memory (with the headroom)",
                                         "tp crosses nodes", "ep does not fit the layout",
-                                        "more recompute where a lighter recompute already fits at this micro-batch (never faster)"};
+                                        "more recompute where a lighter recompute already fits at this micro-batch (never faster)",
+                                        "a layout the engine cannot express (data/engines.csv)"};
   return reasons[r];
 }
 
@@ -133,10 +134,6 @@ bool PrunedByBound(const Context& ctx, const Setup& su, const Item& it, const Va
   return false;
 }
 
-bool OffloadAllowed(Offload o, int zero) {
-  // DeepSpeed: offload_optimizer with ZeRO 1-3, offload_param with ZeRO 3 only.
-  return o == Offload::kNone || (o == Offload::kOptimizer && zero >= 1) || (o == Offload::kOptimizerParams && zero == 3);
-}
 
 // The fastest layout of an item so far (§5: for one item every outcome is monotone in the steps'
 // time, so the fastest layout is also the cheapest and the best balanced one).
@@ -166,8 +163,9 @@ int64_t TryMicroBatches(const Context& ctx, const LayoutSpace& sp, const Variant
     double mem = 0;
     bool fits = false;
     for (Offload o : sp.offloads) {
-      if (!OffloadAllowed(o, j.parallel.zero)) continue;
+      // The offload kinds the engine expresses at this ZeRO stage (data/engines.csv).
       j.parallel.offload = o;
+      if (!EngineExpressesLayout(*v.engine, j, j.cluster.gpus_per_node)) continue;
       mem = EstimateMemory(j, ctx.cal, false).total_bytes;
       if ((fits = mem <= cap)) break;
     }
@@ -210,6 +208,12 @@ void PriceFastest(const Context& ctx, const Setup& su, const Item& it, size_t it
   st.best.push_back({true, item, f.par, f.micro_batch, f.recompute, f.memory_bytes, f.train_s, run, su.price.has_value()});
 }
 
+// The lowest ZeRO stage the engine runs with these model-parallel degrees.
+int LowestZero(const EngineCaps& e, int64_t tp, int64_t cp, int64_t pp, int64_t ep) {
+  const std::vector<int>& z = tp > 1 || cp > 1 || pp > 1 || ep > 1 ? e.zero_with_model_parallel : e.zero;
+  return z.empty() ? 0 : *std::min_element(z.begin(), z.end());
+}
+
 // The divisors of the layers per stage that Megatron's interleaving accepts (L % (pp·v) = 0).
 std::vector<int64_t> VirtualStages(const LayoutSpace& sp, int64_t layers, int64_t pp) {
   if (!sp.vpps.empty()) return sp.vpps;
@@ -231,6 +235,7 @@ void SearchItem(const Context& ctx, const LayoutSpace& sp, const std::vector<Set
   const int64_t per = su.inst.gpu_count, gpus = it.nodes * per;
   Job j = ctx.job;
   j.training.precision = v.precision;
+  j.training.framework = v.engine->framework;
   j.cluster.gpu = su.inst.gpu_id;
   j.cluster.gpus_per_node = per;
   j.cluster.num_gpus = gpus;
@@ -255,7 +260,8 @@ void SearchItem(const Context& ctx, const LayoutSpace& sp, const std::vector<Set
         for (int64_t vpp : VirtualStages(sp, a.layers, pp)) {
           if (pp * vpp > a.layers || (vpp > 1 && pp == 1)) continue;
           for (int zero : sp.zeros) {
-            if (zero > 0 && dp * cp == 1) continue;
+            // Without data parallelism the stage means nothing: only the engine's lowest is tried.
+            if (dp * cp == 1 && zero != LowestZero(*v.engine, tp, cp, pp, ctx.job.parallel.ep)) continue;
             int64_t dominated_upto = 0;  // sp.rcs runs from the lightest recompute up
             for (Recompute rc : sp.rcs) {
               j.parallel.tp = tp;
@@ -264,10 +270,13 @@ void SearchItem(const Context& ctx, const LayoutSpace& sp, const std::vector<Set
               j.parallel.dp = dp;
               j.parallel.vpp = vpp;
               j.parallel.zero = zero;
-              // Sequence parallel whenever tp > 1 unless pinned off; ep as the job says.
-              j.parallel.sequence_parallel = tp > 1 && (!ctx.pinned("parallel.sequence_parallel") || ctx.job.parallel.sequence_parallel);
+              // Sequence parallel as the engine runs tp (a pin stands, and is checked); ep as the job says.
+              j.parallel.sequence_parallel = ctx.pinned("parallel.sequence_parallel") ? tp > 1 && ctx.job.parallel.sequence_parallel
+                                                                                       : EngineSequenceParallel(*v.engine, tp);
               j.parallel.ep = ctx.job.parallel.ep;
+              j.parallel.offload = Offload::kNone;
               j.training.recompute = rc;
+              if (!EngineExpressesLayout(*v.engine, j, per)) { ++st.hot[kEngineLayout]; continue; }
               dominated_upto = std::max(dominated_upto, TryMicroBatches(ctx, sp, v, j, dominated_upto, best, st));
             }
           }

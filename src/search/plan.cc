@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "gpuplan/engines.h"
 #include "gpuplan/error_bands.h"
 #include "gpuplan/strings.h"
 #include "stages.h"
@@ -66,6 +67,13 @@ Status ValidateInputs(Job& job, const Catalog& catalog) {
     if (job.IsSet("training.precision"))
       if (const std::string why = spec->PrecisionProblem(job.training.precision); !why.empty())
         return Status::BadInput(Loc(job, "training.precision"), why);
+  }
+  // A named framework's engine must be able to train the job at all (data/engines.csv).
+  if (const EngineCaps* e = EngineFor(job.training.framework); e && job.IsSet("training.framework")) {
+    Job whole = check;
+    if (!job.IsSet("training.precision")) whole.training.precision = Precision::kBf16;
+    if (const std::string why = EngineCannotTrain(*e, whole, e->id); !why.empty())
+      return Status::BadInput(Loc(job, "training.framework"), why);
   }
   if (job.training.global_batch <= 0 || !job.IsSet("training.global_batch"))
     return Status::BadInput(Loc(job, "training.global_batch"),
@@ -209,7 +217,15 @@ Result<PlanResult> PlanJob(const Job& job_in, const Catalog& catalog, const Cali
   Rank(ctx, variants, items, found.best);
   const std::vector<Candidate> front = ParetoFront(found.best);
   const size_t top = static_cast<size_t>(job.constraints.top);
-  for (size_t i = 0; i < found.best.size() && i < top; ++i) out.plans.push_back(Describe(ctx, setups, variants, items, found.best[i]));
+  // The top rows, then the best row of each engine family not among them (planner.md §5).
+  std::vector<std::string> families;
+  for (const auto& c : TopWithFamilies(variants, items, found.best, top)) {
+    Plan p = Describe(ctx, setups, variants, items, c);
+    p.beyond_top = out.plans.size() >= top;
+    p.family_best = std::find(families.begin(), families.end(), p.engine_family) == families.end();
+    if (p.family_best) families.push_back(p.engine_family);
+    out.plans.push_back(std::move(p));
+  }
   for (const auto& c : front) out.pareto.push_back(Describe(ctx, setups, variants, items, c));
   if (out.plans.empty()) Relax(job, catalog, cal, options, items.empty(), found.any_fits_memory, ctx.headroom, out);
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -1,5 +1,7 @@
 // §5 ranking by the objective at wall-clock, and the time-vs-cost Pareto front (planner.md §5).
 #include <algorithm>
+#include <cmath>
+#include <string>
 
 #include "stages.h"
 
@@ -34,6 +36,40 @@ std::vector<Candidate> ParetoFront(const std::vector<Candidate>& ranked) {
   for (const auto& b : priced)
     if (front.empty() || b.run.cost.with_rerun_usd < front.back().run.cost.with_rerun_usd) front.push_back(b);
   return front;
+}
+
+namespace {
+// The same setup, nodes, layout and wall-clock (within 0.1%) on another engine of equal efficiency (DeepSpeed
+// and HF Trainer's DeepSpeed, say): one row says it.
+bool SameRow(const std::vector<Variant>& variants, const std::vector<Item>& items, const Candidate& a, const Candidate& b) {
+  const Item& x = items[a.item];
+  const Item& y = items[b.item];
+  const ParallelSpec& p = a.par;
+  const ParallelSpec& q = b.par;
+  return variants[x.variant].setup == variants[y.variant].setup && x.nodes == y.nodes && p.tp == q.tp && p.pp == q.pp &&
+         p.vpp == q.vpp && p.cp == q.cp && p.dp == q.dp && p.zero == q.zero && p.offload == q.offload &&
+         a.micro_batch == b.micro_batch && a.recompute == b.recompute &&
+         std::abs(a.run.wall.time_s - b.run.wall.time_s) <= 1e-3 * a.run.wall.time_s;
+}
+}  // namespace
+
+std::vector<Candidate> TopWithFamilies(const std::vector<Variant>& variants, const std::vector<Item>& items,
+                                       const std::vector<Candidate>& ranked, size_t top) {
+  std::vector<Candidate> out;
+  std::vector<std::string> seen;
+  auto family = [&](const Candidate& c) { return variants[items[c.item].variant].engine->family; };
+  for (const auto& c : ranked) {
+    if (out.size() >= top) break;
+    if (std::any_of(out.begin(), out.end(), [&](const Candidate& o) { return SameRow(variants, items, o, c); })) continue;
+    out.push_back(c);
+    seen.push_back(family(c));
+  }
+  for (const auto& c : ranked) {
+    if (std::find(seen.begin(), seen.end(), family(c)) != seen.end()) continue;
+    seen.push_back(family(c));
+    out.push_back(c);
+  }
+  return out;
 }
 
 }  // namespace gpuplan::search

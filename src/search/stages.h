@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "gpuplan/engines.h"
 #include "gpuplan/plan.h"
 #include "gpuplan/reliability.h"
 
@@ -53,10 +54,11 @@ struct Setup {
   std::string gpu_family;
 };
 
-// §1 a setup at one training precision, with its hardware resolved once.
+// §1 a setup at one training precision on one engine, with its hardware resolved once.
 struct Variant {
   size_t setup = 0;
   Precision precision = Precision::kBf16;
+  const EngineCaps* engine = nullptr;  // the framework that runs it (data/engines.csv); never null
   HardwareContext hw;
   CheckpointSizes sizes;
 };
@@ -107,7 +109,7 @@ struct Candidate {
 };
 
 // Reasons counted in the innermost loops, by index (no string work per candidate).
-enum HotReject { kBatchNotDivisible, kMemory, kTpCrossesNodes, kEpLayout, kDominated, kHotRejectCount };
+enum HotReject { kBatchNotDivisible, kMemory, kTpCrossesNodes, kEpLayout, kDominated, kEngineLayout, kHotRejectCount };
 const char* HotRejectCode(int r);
 const char* HotRejectReason(int r);
 
@@ -119,7 +121,8 @@ struct SearchState {
   bool any_fits_memory = false;
 };
 
-// §1
+// §1 the engines the job is planned on: its framework's, else one per engine family.
+std::vector<const EngineCaps*> PlanningEngines(const Job& job);
 std::vector<Setup> EnumerateSetups(const Context& ctx, Rejects& rejects, std::vector<std::string>& notes);
 std::vector<Variant> ResolveVariants(const Context& ctx, const std::vector<Setup>& setups, Rejects& rejects);
 // §2
@@ -138,6 +141,9 @@ double Score(Objective o, double time_s, const CostBreakdown& c);
 // §5 ranking and the Pareto front.
 void Rank(const Context& ctx, const std::vector<Variant>& variants, const std::vector<Item>& items, std::vector<Candidate>& c);
 std::vector<Candidate> ParetoFront(const std::vector<Candidate>& ranked);
+// §5 the rows shown: the first `top`, then the best row of each engine family not among them.
+std::vector<Candidate> TopWithFamilies(const std::vector<Variant>& variants, const std::vector<Item>& items,
+                                       const std::vector<Candidate>& ranked, size_t top);
 // §6 the whole setup of one candidate.
 Plan Describe(const Context& ctx, const std::vector<Setup>& setups, const std::vector<Variant>& variants,
               const std::vector<Item>& items, const Candidate& c);

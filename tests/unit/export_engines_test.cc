@@ -626,8 +626,11 @@ TEST(ExportEngines, PinsAreJobKeysThatMakeTheLayoutExpressible) {
       EXPECT_TRUE(st.ok()) << ToString(e) << " " << k << "=" << v << ": " << st.ToString();
     }
   }
+  // The format's own engine (data/engines.csv) as the job's framework.
   const auto ds = PinsForFormat(ExportFormat::kDeepspeed);
-  EXPECT_NE(std::find(ds.begin(), ds.end(), std::make_pair(std::string("parallel.pp"), std::string("1"))), ds.end());
+  EXPECT_NE(std::find(ds.begin(), ds.end(), std::make_pair(std::string("training.framework"), std::string("deepspeed"))), ds.end());
+  const auto acc = PinsForFormat(ExportFormat::kAccelerate);
+  EXPECT_NE(std::find(acc.begin(), acc.end(), std::make_pair(std::string("training.framework"), std::string("fsdp"))), acc.end());
   EXPECT_TRUE(PinsForFormat(ExportFormat::kTorchrun).empty());
 }
 

@@ -1,0 +1,114 @@
+// Issue 16 item 3: every row the planner ranks exports unchanged to the row's engine. For a named
+// framework every top row runs on its engine's format; with none, each row names its engine and
+// `gpuplan export PLAN.json --to ENGINE --plan N` takes it without re-planning.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+struct Proc {
+  int exit_code = -1;
+  std::string out;
+};
+
+Proc Exec(const std::string& args) {
+  Proc r;
+  const std::string cmd = std::string("cd " GPUPLAN_SOURCE_DIR " && ") + GPUPLAN_BINARY + " " + args + " 2>/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+  return r;
+}
+
+// plan --json into a file; the parsed document.
+nlohmann::json PlanJson(const std::string& args, const std::string& file) {
+  Proc r = Exec("plan " + args + " --json");
+  EXPECT_EQ(r.exit_code, 0) << r.out.substr(0, 2000);
+  std::ofstream(file) << r.out;
+  return nlohmann::json::parse(r.out, nullptr, false);
+}
+
+// Exports row n (1-based) to `format`: exit 0, no note that another plan was taken.
+void ExportsUnchanged(const std::string& file, int n, const std::string& format) {
+  Proc r = Exec("export " + file + " --to " + format + " --plan " + std::to_string(n) + " --json");
+  ASSERT_EQ(r.exit_code, 0) << "row " << n << " --to " << format << ": " << r.out.substr(0, 1000);
+  const auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << r.out.substr(0, 500);
+  const std::string note = j.value("note", "");
+  EXPECT_EQ(note.find("not expressible"), std::string::npos) << note;
+  EXPECT_EQ(note.find("best setup"), std::string::npos) << note;
+}
+
+TEST(EngineExport, TopFiveRowsOfEachFrameworkExportToItsFormat) {
+  const std::pair<const char*, const char*> cases[] = {{"hf-trainer", "deepspeed"}, {"deepspeed", "deepspeed"}, {"megatron", "megatron"}};
+  for (const auto& [framework, format] : cases) {
+    const std::string file = ::testing::TempDir() + "/plan-70b-" + framework + ".json";
+    const auto doc = PlanJson(std::string("examples/70b-full-finetune.yaml --gpus h100 --framework ") + framework, file);
+    ASSERT_TRUE(doc.contains("plans")) << framework;
+    ASSERT_FALSE(doc["plans"].empty()) << framework;
+    for (int n = 1; n <= 5 && n <= static_cast<int>(doc["plans"].size()); ++n) {
+      EXPECT_EQ(doc["plans"][n - 1]["engine"], format) << framework << " row " << n;
+      ExportsUnchanged(file, n, format);
+    }
+  }
+}
+
+TEST(EngineExport, WithoutAFrameworkEachRowNamesItsEngineAndEveryFamilyHasARow) {
+  const std::string file = ::testing::TempDir() + "/plan-70b-generic.json";
+  const auto doc = PlanJson("examples/70b-full-finetune.yaml --gpus h100", file);
+  ASSERT_TRUE(doc.contains("plans"));
+  std::set<std::string> families;
+  const auto& plans = doc["plans"];
+  for (size_t i = 0; i < plans.size(); ++i) {
+    const std::string engine = plans[i]["engine"];
+    families.insert(plans[i]["engine_family"].get<std::string>());
+    ExportsUnchanged(file, static_cast<int>(i + 1), engine);
+  }
+  for (const char* f : {"megatron", "deepspeed", "fsdp", "hf"}) EXPECT_TRUE(families.count(f)) << "no row for family " << f;
+}
+
+TEST(EngineExport, HfTrainerNeverPlansPipelines) {
+  const std::string file = ::testing::TempDir() + "/plan-13b-hf.json";
+  const auto doc = PlanJson("examples/13b-full-finetune-1node.yaml --framework hf-trainer", file);
+  ASSERT_TRUE(doc.contains("plans"));
+  for (const auto& p : doc["plans"]) {
+    EXPECT_EQ(p["parallel"]["pp"], 1);
+    EXPECT_EQ(p["parallel"]["vpp"], 1);
+    EXPECT_EQ(p["parallel"]["tp"], 1);
+  }
+}
+
+TEST(EngineExport, NoFp8UnlessTheJobAsksForIt) {
+  const std::string file = ::testing::TempDir() + "/plan-13b.json";
+  const auto doc = PlanJson("examples/13b-full-finetune-1node.yaml", file);
+  ASSERT_TRUE(doc.contains("plans"));
+  ASSERT_FALSE(doc["plans"].empty());
+  for (const auto& p : doc["plans"]) EXPECT_NE(p["precision"], "fp8");
+  const auto fp8 = PlanJson("examples/13b-full-finetune-1node.yaml --gpus h100 --precision fp8", file + ".fp8");
+  ASSERT_TRUE(fp8.contains("plans"));
+  for (const auto& p : fp8["plans"]) EXPECT_EQ(p["precision"], "fp8");
+}
+
+TEST(EngineExport, EngineFlagRestrictsAndConflictsWithAnotherFramework) {
+  const std::string file = ::testing::TempDir() + "/plan-13b-titan.json";
+  const auto doc = PlanJson("examples/13b-full-finetune-1node.yaml --engine torchtitan", file);
+  ASSERT_TRUE(doc.contains("plans"));
+  for (const auto& p : doc["plans"]) EXPECT_EQ(p["engine"], "torchtitan");
+  Proc bad = Exec("plan examples/13b-full-finetune-1node.yaml --engine megatron --framework deepspeed");
+  EXPECT_EQ(bad.exit_code, 1);
+  Proc unknown = Exec("plan examples/13b-full-finetune-1node.yaml --engine colossal");
+  EXPECT_EQ(unknown.exit_code, 1);
+}
+
+}  // namespace

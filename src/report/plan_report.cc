@@ -251,6 +251,7 @@ std::string LayoutSentence(const std::string& code, const Job& job) {
   if (code == "tp_crosses_nodes") return "tensor parallel would cross nodes";
   if (code == "ep_layout") return "the experts do not divide over the layout";
   if (code == "recompute_dominated") return "a lighter recompute already fits at that micro-batch";
+  if (code == "engine_layout") return "the engine would not express the layout (data/engines.csv lists what each runs)";
   return "";
 }
 

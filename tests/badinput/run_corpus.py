@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Runs the bad-input corpus (cases.tsv) through the gpuplan binary and checks every answer.
 
-A case fails on: a signal, a timeout (10 s), exit 3 or any exit code other than 0/1/2, nan/inf printed
+A case fails on: a signal, a timeout (30 s), exit 3 or any exit code other than 0/1/2, nan/inf printed
 as a number, a false reject (expected accept, got exit 1), a reject without a location (`file:line:` or
 `command line:`; a special or missing file, or the file that lacks a required key, may be named
 alone), a reject whose message lacks the expected words, a silent accept (expected reject, got 0 or 2),
@@ -24,7 +24,9 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TIMEOUT_S = 10
+# A hang detector, not a speed test (bench/ measures speed): with --jobs 4 on a 2-core CI machine a
+# whole-catalog search of the 175B example that takes ~2 s alone can take several times that.
+TIMEOUT_S = 30
 MEMORY_LIMIT_BYTES = 4 << 30  # address space per case (not under sanitizers): a blow-up ends, it does not swap
 
 # nan/inf as a printed number: a whole token, optionally signed ("nan", "-nan", "inf", "-inf"; printf and iostreams spell them so),

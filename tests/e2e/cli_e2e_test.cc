@@ -117,7 +117,8 @@ TEST(Cli, EstimateJsonHasTheContractKeys) {
   EXPECT_GT(j["time_to_train_s"].get<double>(), 0);
   Proc t = Exec("estimate --model llama-2-7b --num-gpus 2 --gpus-per-node 1 --network tcp-1g --zero 3");
   ASSERT_EQ(t.exit_code, 0) << t.out;
-  EXPECT_NE(t.out.find("bottleneck: exposed data-parallel"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("bottleneck: communication limits this job"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("ZeRO-3 weight gathers and gradient sync over"), std::string::npos) << t.out;
   EXPECT_NE(t.out.find("(default)"), std::string::npos) << "defaulted links are printed as such";
 }
 

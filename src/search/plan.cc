@@ -190,7 +190,11 @@ Result<PlanResult> PlanJob(const Job& job_in, const Catalog& catalog, const Cali
   const auto t0 = std::chrono::steady_clock::now();
   Job job = job_in;
   GPUPLAN_RETURN_IF_ERROR(ValidateInputs(job, catalog));
-  Context ctx{job, catalog, cal};
+  // The memory model resolves its constants once for the built-in calibration and per call for any
+  // other; a copy that holds the same values (the CLI loads one even without --calibration) is the
+  // built-in one, so the search's millions of memory estimates skip the per-call lookups.
+  const Calibration& search_cal = cal.values() == Calibration::Builtin().values() ? Calibration::Builtin() : cal;
+  Context ctx{job, catalog, search_cal};
   PlanResult out;
   // §3 headroom: the memory model's own error margin unless the user set one (docs/model/memory.md
   // "The margin"; the same figure `memory` and `estimate` hold a layout to).

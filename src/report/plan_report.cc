@@ -183,7 +183,7 @@ std::string CheckpointLine(const Plan& p) {
   s += " to " + t.id + " (" + t.detail + (t.assumed ? "; rate assumed" : "") + ")";
   s += F(t.async ? ", async: %.0f s stall, durable after %.0f s" : ", %.0f s stall, durable after %.0f s", t.stall_s, t.durable_s);
   if (w.checkpoints > 0) s += F("; every %.0f min (%.0f checkpoints", w.interval_s / 60, static_cast<double>(w.checkpoints)) +
-                              (p.job.IsSet("training.checkpoint_interval_min") ? ", pinned interval)" : ", Young's interval from the failure + interruption rate)");
+                              (p.job.IsSet("training.checkpoint_interval_min") ? ", pinned interval)" : ", Young's interval from the failure + interruption rate, never under checkpoint_interval_floor_s)");
   else if (p.job.IsSet("training.checkpoint_interval_min"))
     s += F("; every %.0f min (pinned; the run is shorter: no periodic checkpoint)", w.interval_s / 60);
   else s += "; the run is shorter than the Young interval: no periodic checkpoint";

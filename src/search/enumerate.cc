@@ -55,6 +55,7 @@ void SpotPrice(const Context& ctx, const InstanceSpec& inst, Setup& sp) {
   const double od = *inst.on_demand_usd_per_hour;
   if (ctx.pinned("constraints.spot_price_ratio")) {
     sp.price = ctx.job.constraints.spot_price_ratio * od;
+    sp.price_date = inst.price_date;  // derived from the on-demand price: its date
     return;
   }
   const double ratio = ctx.cal.Get("spot_price_ratio_default");
@@ -65,6 +66,7 @@ void SpotPrice(const Context& ctx, const InstanceSpec& inst, Setup& sp) {
                 100 * ratio, ratio * od, *sp.price, 100 * *sp.price / od);
   sp.price_note = buf;
   sp.price = ratio * od;
+  sp.price_date = inst.price_date;  // derived from the on-demand price: its date
 }
 
 // Whether a row can be planned as spot: it has a spot price, or --spot-price-ratio prices it and

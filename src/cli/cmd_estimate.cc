@@ -102,7 +102,8 @@ int CmdValidate(const std::vector<std::string>& argv) {
     std::ofstream f(out);
     if (!f) return Fail(Status::BadInput({"command line", 0, "--write"}, "cannot write '" + out + "'"));
     std::string inputs;
-    for (const auto& p : args->positional) inputs += (inputs.empty() ? "" : " ") + p;
+    // File names only: the page is published, the directories they were read from are not.
+    for (const auto& p : args->positional) inputs += (inputs.empty() ? "" : " ") + p.substr(p.find_last_of('/') + 1);
     f << ValidationToMarkdown(*rep, inputs, *cal);
     std::printf("wrote %s\n", out.c_str());
   }

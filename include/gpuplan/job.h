@@ -113,6 +113,8 @@ struct Constraints {
   int64_t max_gpus = 1024;          // Default: 1024.
   std::vector<std::string> clouds;  // Default: all providers in the catalog.
   std::vector<std::string> gpus;    // Default: every GPU id.
+  std::vector<Precision> precisions;  // Default: empty = bf16 (fp16 where the GPU has no bf16);
+                                      // training.precision, when set, wins.
   SpotPolicy spot = SpotPolicy::kNo;  // Default: no (on-demand prices).
   double min_memory_headroom = 0.05;  // Default: unset = the p90 under-prediction of the nearest
                                       // validated group's memory band (data/error_bands.csv; else

@@ -48,6 +48,15 @@ struct HostCheck {
   std::string detail;
 };
 
+// The best row re-estimated at fp8 (planner.md §2): shown, never ranked; the user validates its numerics.
+struct Fp8WhatIf {
+  double step_time_s = 0;
+  double time_s = 0;             // wall-clock at fp8 (same setup, nodes, layout and checkpoint targets)
+  double cost_usd = 0;           // with the rerun factor, as the row's cost
+  bool price_known = true;
+  std::string note;              // "numerics: validate the loss curve before a long run"
+};
+
 struct Plan {
   InstanceSpec instance;
   int64_t nodes = 0;
@@ -79,6 +88,7 @@ struct Plan {
   std::string engine_family;
   bool family_best = false;     // the best row of its family
   bool beyond_top = false;      // shown after the top rows because it is its family's best
+  std::optional<Fp8WhatIf> fp8_what_if;  // the best row only: bf16 on a GPU with fp8, fp8 not asked for
 };
 
 // A counted reason a candidate or a setup was dropped; `code` is stable for scripts.

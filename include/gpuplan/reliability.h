@@ -97,6 +97,7 @@ struct WallClock {
   double train_s = 0;
   double startup_s = 0;
   double interval_s = 0;         // between checkpoints (capped at the run)
+  bool interval_floored = false; // Young's interval was raised to min_interval_s (checkpoint_interval_floor_s)
   int64_t checkpoints = 0;       // periodic ones (the final save is separate)
   double checkpoint_stall_s = 0; // all periodic stalls
   double expected_failures = 0, expected_interruptions = 0;

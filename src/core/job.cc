@@ -405,6 +405,17 @@ const std::vector<KeyEntry>& Entries() {
     add("constraints.max_gpus", "max-gpus", "most GPUs to use (default 1024)", Int([](Job& j) -> int64_t& { return j.constraints.max_gpus; }, 1, kMaxGpus));
     add("constraints.clouds", "clouds", "comma list of providers (aws,gcp,azure,alibaba,tencent,huawei,lambda,runpod,...)", List([](Job& j) -> std::vector<std::string>& { return j.constraints.clouds; }, "cloud"));
     add("constraints.gpus", "gpus", "comma list of allowed GPU ids or aliases", List([](Job& j) -> std::vector<std::string>& { return j.constraints.gpus; }, "GPU"));
+    add("constraints.precisions", "precisions", "comma list of precisions the planner may choose: bf16,fp16,fp8,fp32 (default bf16, fp16 where the GPU has no bf16; training.precision wins)", [](Job& j, const std::string& s, const Location& w) -> Status {
+      std::vector<Precision> out;
+      for (const auto& item : SplitList(s)) {
+        if (item.empty()) return Bad(w, "empty precision name");
+        auto v = ParseEnum<Precision>(item, w, {{"bf16", Precision::kBf16}, {"fp16", Precision::kFp16}, {"fp8", Precision::kFp8}, {"fp32", Precision::kFp32}});
+        if (!v.ok()) return v.status();
+        if (std::find(out.begin(), out.end(), *v) == out.end()) out.push_back(*v);
+      }
+      j.constraints.precisions = out;
+      return Status::Ok();
+    });
     add("constraints.spot", "spot", "no|allowed|only (default no)", [](Job& j, const std::string& s, const Location& w) -> Status {
       auto v = ParseEnum<SpotPolicy>(s, w, {{"no", SpotPolicy::kNo}, {"allowed", SpotPolicy::kAllowed}, {"only", SpotPolicy::kOnly}});
       if (!v.ok()) return v.status();
@@ -457,7 +468,8 @@ Status SetFromNode(Job& job, const std::string& key, const YAML::Node& value, co
     if (!value.IsMap()) return Bad(where, "expected a mapping {rank, alpha, targets}");
     return WalkMap(job, value, key, file);
   }
-  if ((key == "training.lora.targets" || key == "training.fused_ops" || key == "constraints.clouds" || key == "constraints.gpus") && value.IsSequence()) {
+  if ((key == "training.lora.targets" || key == "training.fused_ops" || key == "constraints.clouds" || key == "constraints.gpus" ||
+       key == "constraints.precisions") && value.IsSequence()) {
     std::string joined;
     for (const auto& item : value) {
       if (!item.IsScalar()) return Bad(At(file, item, key), "expected a list of names");
@@ -815,7 +827,16 @@ Status FinalizeJob(Job& job) {
   if ((t.fused_ops & kFusedLoss) && t.loss == LossKind::kAuto) t.loss = LossKind::kFused;
   if (job.IsSet("training.quant") && t.method != Method::kQlora)
     return Bad(loc("training.quant"), "a quantized base is QLoRA's; set training.method: qlora (method is " + ToString(t.method) + ")");
-  if (job.IsSet("training.fp8_recipe") && t.precision != Precision::kFp8)
+  for (Precision pr : job.constraints.precisions) {
+    // fp8 trains every weight matrix in fp8 GEMMs: full fine-tunes and pretraining (planner.md §2).
+    if (pr == Precision::kFp8 && t.method != Method::kFull && t.method != Method::kPretrain)
+      return Bad(loc("constraints.precisions"), "fp8 is planned for full fine-tunes and pretraining only (method is " + ToString(t.method) + ")");
+    if (pr == Precision::kFp32 && t.method == Method::kQlora)
+      return Bad(loc("constraints.precisions"), "QLoRA computes in bf16/fp16; fp32 is not a QLoRA setting");
+  }
+  const bool fp8_listed = std::find(job.constraints.precisions.begin(), job.constraints.precisions.end(), Precision::kFp8) !=
+                          job.constraints.precisions.end();
+  if (job.IsSet("training.fp8_recipe") && t.precision != Precision::kFp8 && !(fp8_listed && !job.IsSet("training.precision")))
     return Bad(loc("training.fp8_recipe"), "an FP8 recipe needs training.precision: fp8 (precision is " + ToString(t.precision) + ")");
   if (t.master_weights == MasterWeights::kNone && t.precision == Precision::kFp32)
     return Bad(loc("training.master_weights"), "master_weights: none means 16-bit parameters; with precision fp32 there is no master copy to drop");

@@ -276,9 +276,12 @@ WallClock ComputeWallClock(const WallClockInputs& in) {
   w.final_save_s = in.final_save_s;
   const double lambda = in.rates.failures_per_s + in.rates.interruptions_per_s;
   double tau = in.train_s;
+  double young_s = 0;
   if (in.pinned_interval_s > 0) tau = in.pinned_interval_s;
-  else if (lambda > 0 && in.stall_s > 0) tau = std::max({std::sqrt(2 * in.stall_s / lambda), in.min_interval_s, in.durable_s});
+  else if (lambda > 0 && in.stall_s > 0) tau = std::max({young_s = std::sqrt(2 * in.stall_s / lambda), in.min_interval_s, in.durable_s});
   tau = std::max(1.0, std::min(tau, in.train_s));
+  // The floor, not Young's interval nor the durable time nor the run's length, set the interval.
+  w.interval_floored = in.pinned_interval_s <= 0 && young_s > 0 && young_s < in.min_interval_s && tau == in.min_interval_s;
   // A pinned interval is the policy as given (the run may be shorter); the loss math uses tau.
   w.interval_s = in.pinned_interval_s > 0 ? in.pinned_interval_s : tau;
   w.checkpoints = std::max<int64_t>(0, static_cast<int64_t>(std::ceil(in.train_s / tau - 1e-9)) - 1);

@@ -31,6 +31,20 @@ nlohmann::json TargetJson(const Plan& p) {
           {"node_local", t.node_local}};
 }
 
+nlohmann::json Fp8WhatIfJson(const Plan& p) {
+  if (!p.fp8_what_if) return nullptr;
+  const Fp8WhatIf& f = *p.fp8_what_if;
+  return {{"step_time_s", f.step_time_s}, {"time_s", f.time_s},
+          {"cost_usd", f.price_known ? nlohmann::json(f.cost_usd) : nlohmann::json(nullptr)}, {"note", f.note}};
+}
+
+// "step 1.52 s, 31.0 h, $1,234 (the same row at fp8; numerics: ...)": the best row's fp8 what-if.
+std::string Fp8WhatIfLine(const Plan& p) {
+  const Fp8WhatIf& f = *p.fp8_what_if;
+  return F("step %.2f s, ", f.step_time_s) + Hours(f.time_s) + ", " + (f.price_known ? F("$%.0f", f.cost_usd) : "cost unknown") +
+         " (the same row at fp8; " + f.note + ")";
+}
+
 // The efficiency note and the error band of a plan's GPU (PlanPrintContext).
 struct PlanTrust {
   ExpectedError expected;
@@ -114,7 +128,7 @@ nlohmann::json PlanJson(const Plan& p, const PlanPrintContext& ctx) {
        {{"full_state_bytes", cs.full_state_bytes}, {"weights_only_bytes", cs.weights_only_bytes},
         {"intermediate_bytes", cs.intermediate_bytes}, {"final_bytes", cs.final_bytes}, {"final_content", cs.final_content},
         {"interval_s", p.storage.target ? nlohmann::json(w.interval_s) : nlohmann::json(nullptr)}, {"checkpoints", w.checkpoints},
-        {"targets_compared", p.storage.targets_compared}, {"target", TargetJson(p)}}},
+        {"interval_floored", w.interval_floored}, {"targets_compared", p.storage.targets_compared}, {"target", TargetJson(p)}}},
       {"host_checks", host},
       {"reliability",
        {{"expected_failures", w.expected_failures}, {"expected_interruptions", w.expected_interruptions},
@@ -123,6 +137,7 @@ nlohmann::json PlanJson(const Plan& p, const PlanPrintContext& ctx) {
         {"converges", w.converges}}},
       {"warnings", p.warnings},
       {"bottleneck", p.bottleneck},
+      {"fp8_what_if", Fp8WhatIfJson(p)},
       {"expected_error", ExpectedErrorToJson(trust.expected)},
       {"efficiency_note", trust.efficiency_note.empty() ? nlohmann::json(nullptr) : nlohmann::json(trust.efficiency_note)},
   };
@@ -183,7 +198,9 @@ std::string CheckpointLine(const Plan& p) {
   s += " to " + t.id + " (" + t.detail + (t.assumed ? "; rate assumed" : "") + ")";
   s += F(t.async ? ", async: %.0f s stall, durable after %.0f s" : ", %.0f s stall, durable after %.0f s", t.stall_s, t.durable_s);
   if (w.checkpoints > 0) s += F("; every %.0f min (%.0f checkpoints", w.interval_s / 60, static_cast<double>(w.checkpoints)) +
-                              (p.job.IsSet("training.checkpoint_interval_min") ? ", pinned interval)" : ", Young's interval from the failure + interruption rate, never under checkpoint_interval_floor_s)");
+                              (p.job.IsSet("training.checkpoint_interval_min") ? ", pinned interval)"
+                               : w.interval_floored ? ", the floor checkpoint_interval_floor_s: Young's interval from the failure + interruption rate is shorter)"
+                                                    : ", Young's interval from the failure + interruption rate, never under checkpoint_interval_floor_s)");
   else if (p.job.IsSet("training.checkpoint_interval_min"))
     s += F("; every %.0f min (pinned; the run is shorter: no periodic checkpoint)", w.interval_s / 60);
   else s += "; the run is shorter than the Young interval: no periodic checkpoint";
@@ -346,6 +363,7 @@ std::string PlanToText(const PlanResult& r, const Job& job, bool md, const PlanP
     }
     for (const auto& w : p.warnings) line("warning", w);
     line("bottleneck", p.bottleneck);
+    if (p.fp8_what_if) line("fp8 what-if", Fp8WhatIfLine(p));
     if (ctx.catalog) {
       const PlanTrust trust = Trust(p, ctx);
       std::string e = ExpectedErrorLine(trust.expected);

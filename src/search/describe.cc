@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "gpuplan/memory.h"
 #include "stages.h"
 
 namespace gpuplan::search {
@@ -211,6 +212,34 @@ Plan Describe(const Context& ctx, const std::vector<Setup>& setups, const std::v
   p.bottleneck = AnalyzeBottleneck(p.job, &ctx.catalog, hw, p.estimate).sentence;
   SetCheckpointPolicy(ctx, p);  // after the estimate: the step is the search's
   return p;
+}
+
+void AddFp8WhatIf(const Context& ctx, const std::vector<Setup>& setups, const std::vector<Variant>& variants,
+                  const std::vector<Item>& items, const Candidate& c, Plan& p) {
+  const Item& it = items[c.item];
+  const Variant& v = variants[it.variant];
+  const Setup& su = setups[v.setup];
+  const std::vector<Precision>& asked = ctx.job.constraints.precisions;
+  if (v.precision != Precision::kBf16 || std::find(asked.begin(), asked.end(), Precision::kFp8) != asked.end()) return;
+  if (!v.hw.gpu.fp8_supported || !v.hw.gpu.fp8_flops) return;
+  const Method m = ctx.job.training.method;
+  if (m != Method::kFull && m != Method::kPretrain) return;
+  // The hardware as the planner resolves it for an fp8 variant of this setup and engine.
+  const Job variant = VariantJob(ctx, su, *v.engine, Precision::kFp8);
+  if (!EngineCannotTrain(*v.engine, variant, v.engine->id).empty()) return;
+  const auto hw = ResolveHardware(variant, ctx.catalog, ctx.cal);
+  if (!hw.ok()) return;
+  Job row = p.job;
+  row.training.precision = Precision::kFp8;
+  if (EstimateMemory(row, ctx.cal, false).total_bytes > v.hw.gpu.memory_bytes * (1 - ctx.headroom)) return;
+  const StepEstimate e = EstimateStep(row, *hw);
+  if (!e.feasible || !(e.step_time_s > 0) || !std::isfinite(e.step_time_s)) return;
+  const double train_s = ctx.job.training.tokens / e.tokens_per_step * (e.step_time_s - e.breakdown.checkpoint_s);
+  if (!(train_s < p.train_s)) return;  // fp8 would not be faster here: nothing to weigh
+  const RunOutcome run = PriceRun(ctx, su, it, train_s);
+  if (!run.wall.converges) return;
+  p.fp8_what_if = Fp8WhatIf{e.step_time_s, run.wall.time_s, run.cost.with_rerun_usd, run.cost.price_known,
+                            "numerics: validate the loss curve before a long run"};
 }
 
 }  // namespace gpuplan::search

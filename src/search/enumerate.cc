@@ -145,15 +145,41 @@ std::vector<Setup> EnumerateSetups(const Context& ctx, Rejects& rejects, std::ve
 }
 
 namespace {
-// The precisions a setup is planned at: the pinned one, else bf16 (fp16 where the GPU has no
-// bf16, as on V100/T4). fp8 only when the job asks for it (training.precision: fp8): its numerics
-// need validating on the user's loss curve, so the planner never picks it alone (planner.md §2).
-std::vector<Precision> Precisions(const Context& ctx, const GpuSpec& g) {
+// The precisions a setup is planned at: the pinned one, else those of constraints.precisions the
+// GPU has, else bf16 (fp16 where the GPU has no bf16, as on V100/T4). fp8 only when the job asks for
+// it (training.precision: fp8 or constraints.precisions): its numerics need validating on the
+// user's loss curve, so the planner never picks it alone (planner.md §2).
+std::vector<Precision> Precisions(const Context& ctx, const GpuSpec& g, Rejects& rejects) {
   if (ctx.pinned("training.precision")) return {ctx.job.training.precision};
-  return {g.bf16_supported ? Precision::kBf16 : Precision::kFp16};
+  if (ctx.job.constraints.precisions.empty()) return {g.bf16_supported ? Precision::kBf16 : Precision::kFp16};
+  std::vector<Precision> out;
+  for (Precision p : ctx.job.constraints.precisions) {
+    if (const std::string why = g.PrecisionProblem(p); !why.empty() || (p == Precision::kFp8 && !g.fp8_flops)) {
+      rejects.Add("precision_unsupported", "precision skipped: " + (why.empty() ? "GPU '" + g.id + "' has no fp8 rate" : why));
+      continue;
+    }
+    out.push_back(p);
+  }
+  return out;
 }
 
 }  // namespace
+
+Job VariantJob(const Context& ctx, const Setup& su, const EngineCaps& engine, Precision p) {
+  Job j = ctx.job;
+  j.training.precision = p;
+  j.training.framework = engine.framework;
+  j.cluster.gpu = su.inst.gpu_id;
+  j.cluster.gpus_per_node = su.inst.gpu_count;
+  j.cluster.num_gpus = su.inst.gpu_count;
+  j.cluster.intra_node = su.intra;
+  j.cluster.network = su.network;
+  j.cluster.nics_per_node = su.nics;
+  j.cluster.gpudirect_rdma = su.inst.gpudirect_rdma != "no" && su.inst.rdma != "no";
+  if (su.inst.vcpus && !ctx.pinned("cluster.cpu_cores_per_gpu"))
+    j.cluster.cpu_cores_per_gpu = static_cast<int64_t>(*su.inst.vcpus / static_cast<double>(su.inst.gpu_count));
+  return j;
+}
 
 std::vector<Variant> ResolveVariants(const Context& ctx, const std::vector<Setup>& setups, Rejects& rejects) {
   std::vector<Variant> out;
@@ -161,23 +187,12 @@ std::vector<Variant> ResolveVariants(const Context& ctx, const std::vector<Setup
     const Setup& su = setups[si];
     const GpuSpec g = *ctx.catalog.FindGpu(su.inst.gpu_id);
     for (const EngineCaps* engine : PlanningEngines(ctx.job))
-    for (Precision p : Precisions(ctx, g)) {
-      Job j = ctx.job;
-      j.training.precision = p;
-      j.training.framework = engine->framework;
+    for (Precision p : Precisions(ctx, g, rejects)) {
+      Job j = VariantJob(ctx, su, *engine, p);
       if (const std::string why = EngineCannotTrain(*engine, j, engine->id); !why.empty()) {
         rejects.Add("engine_cannot_train", why);
         continue;
       }
-      j.cluster.gpu = su.inst.gpu_id;
-      j.cluster.gpus_per_node = su.inst.gpu_count;
-      j.cluster.num_gpus = su.inst.gpu_count;
-      j.cluster.intra_node = su.intra;
-      j.cluster.network = su.network;
-      j.cluster.nics_per_node = su.nics;
-      j.cluster.gpudirect_rdma = su.inst.gpudirect_rdma != "no" && su.inst.rdma != "no";
-      if (su.inst.vcpus && !ctx.pinned("cluster.cpu_cores_per_gpu"))
-        j.cluster.cpu_cores_per_gpu = static_cast<int64_t>(*su.inst.vcpus / static_cast<double>(su.inst.gpu_count));
       auto hw = ResolveHardware(j, ctx.catalog, ctx.cal);
       if (!hw.ok()) {
         rejects.Add("hardware_unresolved", "instance skipped: " + hw.status().reason());

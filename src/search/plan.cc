@@ -225,6 +225,7 @@ Result<PlanResult> PlanJob(const Job& job_in, const Catalog& catalog, const Cali
   std::vector<std::string> families;
   for (const auto& c : TopWithFamilies(variants, items, found.best, top)) {
     Plan p = Describe(ctx, setups, variants, items, c);
+    if (out.plans.empty()) AddFp8WhatIf(ctx, setups, variants, items, c, p);
     p.beyond_top = out.plans.size() >= top;
     p.family_best = std::find(families.begin(), families.end(), p.engine_family) == families.end();
     if (p.family_best) families.push_back(p.engine_family);

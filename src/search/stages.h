@@ -124,6 +124,8 @@ struct SearchState {
 // §1 the engines the job is planned on: its framework's, else one per engine family.
 std::vector<const EngineCaps*> PlanningEngines(const Job& job);
 std::vector<Setup> EnumerateSetups(const Context& ctx, Rejects& rejects, std::vector<std::string>& notes);
+// The job of a variant as its hardware is resolved: the setup's GPU, links and one node, at `p` on `engine`.
+Job VariantJob(const Context& ctx, const Setup& su, const EngineCaps& engine, Precision p);
 std::vector<Variant> ResolveVariants(const Context& ctx, const std::vector<Setup>& setups, Rejects& rejects);
 // §2
 std::vector<int64_t> NodeCounts(int64_t max_nodes);
@@ -147,5 +149,9 @@ std::vector<Candidate> TopWithFamilies(const std::vector<Variant>& variants, con
 // §6 the whole setup of one candidate.
 Plan Describe(const Context& ctx, const std::vector<Setup>& setups, const std::vector<Variant>& variants,
               const std::vector<Item>& items, const Candidate& c);
+// §6 the best row's fp8 what-if (planner.md §2): a bf16 row on a GPU with fp8, when the job did not
+// ask for fp8, re-estimated at fp8 on the same setup, nodes and layout; never ranked.
+void AddFp8WhatIf(const Context& ctx, const std::vector<Setup>& setups, const std::vector<Variant>& variants,
+                  const std::vector<Item>& items, const Candidate& c, Plan& p);
 
 }  // namespace gpuplan::search

@@ -329,6 +329,24 @@ TEST(Job, EmptyNameInAListIsAnError) {
             "job.yaml:3: constraints.clouds: empty name in the list");
 }
 
+TEST(Job, PrecisionsThePlannerMayChoose) {
+  auto j = Parse("model: {preset: gpt2}\nconstraints:\n  precisions: [bf16, fp8, bf16]\n");
+  ASSERT_TRUE(j.ok()) << j.status().ToString();
+  EXPECT_EQ(j->constraints.precisions, (std::vector<Precision>{Precision::kBf16, Precision::kFp8}));
+  Job flags;
+  ASSERT_TRUE(SetJobKey(flags, "constraints.precisions", "fp8", {"command line", 0, "--precisions"}).ok());
+  EXPECT_EQ(flags.constraints.precisions, std::vector<Precision>{Precision::kFp8});
+  EXPECT_EQ(FindJobKeyByFlag("precisions"), FindJobKey("constraints.precisions"));
+  EXPECT_EQ(Error("model: {preset: gpt2}\nconstraints:\n  precisions: [bf16, fp4]\n"),
+            "job.yaml:3: constraints.precisions: expected one of bf16|fp16|fp8|fp32, got 'fp4'");
+  EXPECT_EQ(Error("model: {preset: llama-2-7b}\ntraining: {method: lora}\nconstraints:\n  precisions: [bf16, fp8]\n"),
+            "job.yaml:4: constraints.precisions: fp8 is planned for full fine-tunes and pretraining only (method is lora)");
+  EXPECT_EQ(Error("model: {preset: gpt2}\nconstraints:\n  precisions: [\"\", bf16]\n"),
+            "job.yaml:3: constraints.precisions: empty name in the list");
+  // An fp8 recipe is fine when fp8 is one of the precisions the planner may choose.
+  EXPECT_EQ(Error("model: {preset: gpt2}\ntraining: {fp8_recipe: delayed}\nconstraints: {precisions: [bf16, fp8]}\n"), "");
+}
+
 TEST(Job, ConfigFileProblemsAreSaidAtTheKeyThatNamedIt) {
   EXPECT_EQ(Error("model:\n  config: /dev/zero\n"),
             "job.yaml:2: model.config: '/dev/zero': cannot read a character device: gpuplan reads job, config and CSV "

@@ -1,9 +1,11 @@
 // The seeds' rules of thumb fall out of the search; constraints are errors when bad.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "gpuplan/plan.h"
+#include "gpuplan/report.h"
 
 namespace gpuplan {
 namespace {
@@ -407,6 +409,90 @@ TEST(Plan, PinnedSpotPriceRatio) {
     EXPECT_NEAR(p.cost.price_per_node_hour, 0.3 * *p.instance.on_demand_usd_per_hour, 1e-9) << p.instance.id;
   }
   EXPECT_GT(checked, 0);
+}
+
+// Item 6: bf16 unless the job asks for fp8; the best bf16 row on a GPU with fp8 shows one fp8
+// what-if (the same row re-estimated), never ranked.
+TEST(Plan, Fp8OnlyWhenAskedElseOneWhatIf) {
+  Job j = ExampleJob("13b-full-finetune-1node.yaml");
+  auto r = PlanJob(j, Cat(), Calibration::Builtin());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_FALSE(r->plans.empty()) << r->relax;
+  for (const auto& p : r->plans) EXPECT_NE(p.job.training.precision, Precision::kFp8) << p.instance.id;
+
+  // On H100 the best row is bf16 on a GPU with fp8: it carries the what-if, no other row does.
+  j.constraints.gpus = {"h100-sxm-80gb"};
+  r = PlanJob(j, Cat(), Calibration::Builtin());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_GE(r->plans.size(), 2u) << r->relax;
+  const Plan& best = r->plans.front();
+  EXPECT_EQ(best.job.training.precision, Precision::kBf16);
+  ASSERT_TRUE(best.fp8_what_if);
+  EXPECT_LT(best.fp8_what_if->step_time_s, best.estimate.step_time_s);
+  EXPECT_LT(best.fp8_what_if->time_s, best.time_s);
+  EXPECT_GT(best.fp8_what_if->time_s, best.fp8_what_if->step_time_s);
+  EXPECT_LT(best.fp8_what_if->cost_usd, best.cost.with_rerun_usd);
+  EXPECT_NE(best.fp8_what_if->note.find("validate the loss curve"), std::string::npos);
+  for (size_t i = 1; i < r->plans.size(); ++i) EXPECT_FALSE(r->plans[i].fp8_what_if) << i;
+  const std::string text = PlanToText(*r, j, false);
+  const size_t at = text.find("fp8 what-if: ");
+  ASSERT_NE(at, std::string::npos) << text;
+  EXPECT_LE(text.find('\n', at) - text.rfind('\n', at) - 1, 120u) << text.substr(at, 200);
+  const nlohmann::json js = PlanToJson(*r, j);
+  EXPECT_NEAR(js["plans"][0]["fp8_what_if"]["step_time_s"].get<double>(), best.fp8_what_if->step_time_s, 1e-9);
+  EXPECT_NEAR(js["plans"][0]["fp8_what_if"]["cost_usd"].get<double>(), best.fp8_what_if->cost_usd, 1e-9);
+  EXPECT_TRUE(js["plans"][1]["fp8_what_if"].is_null());
+
+  // Asked (constraints.precisions): fp8 rows are planned and ranked, and no what-if is shown.
+  j.constraints.precisions = {Precision::kBf16, Precision::kFp8};
+  r = PlanJob(j, Cat(), Calibration::Builtin());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_FALSE(r->plans.empty()) << r->relax;
+  EXPECT_EQ(r->plans.front().job.training.precision, Precision::kFp8);
+  for (const auto& p : r->plans) EXPECT_FALSE(p.fp8_what_if) << p.instance.id;
+
+  // fp8 only, on a GPU without it: every setup is skipped under a code that says why.
+  j.constraints.precisions = {Precision::kFp8};
+  j.constraints.gpus = {"a100-sxm-80gb"};
+  r = PlanJob(j, Cat(), Calibration::Builtin());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->plans.empty());
+  EXPECT_TRUE(std::any_of(r->rejected.begin(), r->rejected.end(), [](const Rejection& x) { return x.code == "precision_unsupported"; }));
+
+  // A pinned precision wins over the list.
+  j.constraints.gpus = {"h100-sxm-80gb"};
+  j.training.precision = Precision::kBf16;
+  j.set_keys["training.precision"] = {"test", 0, ""};
+  r = PlanJob(j, Cat(), Calibration::Builtin());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_FALSE(r->plans.empty()) << r->relax;
+  for (const auto& p : r->plans) EXPECT_EQ(p.job.training.precision, Precision::kBf16) << p.instance.id;
+}
+
+// Item 7: a checkpoint interval raised to the floor says so (text and JSON).
+TEST(Plan, FlooredCheckpointIntervalIsSaid) {
+  Job j = ExampleJob("13b-full-finetune-1node.yaml");
+  auto r = PlanJob(j, Cat(), Calibration::Builtin());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_FALSE(r->plans.empty()) << r->relax;
+  // Force the floor on the best row's numbers: the wall-clock layer decides, the report follows it.
+  PlanResult one = *r;
+  one.plans.resize(1);
+  Plan& p = one.plans.front();
+  ASSERT_TRUE(p.storage.target);
+  p.wall.interval_floored = true;
+  p.wall.checkpoints = std::max<int64_t>(p.wall.checkpoints, 1);
+  std::string text = PlanToText(one, j, false);
+  EXPECT_NE(text.find("the floor checkpoint_interval_floor_s: Young's interval from the failure + interruption rate is shorter"),
+            std::string::npos) << text;
+  EXPECT_TRUE(PlanToJson(one, j)["plans"][0]["checkpoint"]["interval_floored"].get<bool>());
+  p.wall.interval_floored = false;
+  text = PlanToText(one, j, false);
+  EXPECT_EQ(text.find("the floor checkpoint_interval_floor_s:"), std::string::npos);
+  EXPECT_FALSE(PlanToJson(one, j)["plans"][0]["checkpoint"]["interval_floored"].get<bool>());
+  // The planner's own rows: floored exactly where Young's interval is under the floor.
+  for (const auto& q : r->plans)
+    if (q.wall.interval_floored) EXPECT_NEAR(q.wall.interval_s, Calibration::Builtin().Get("checkpoint_interval_floor_s"), 1e-6);
 }
 
 }  // namespace

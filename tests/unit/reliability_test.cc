@@ -59,6 +59,24 @@ TEST(WallClock, InterruptionsAddTimeAndShortenTheInterval) {
   EXPECT_LT(b.interval_s, a.interval_s);
 }
 
+TEST(WallClock, FlooredIntervalIsSaid) {
+  WallClockInputs in = Base();  // Young: sqrt(2 x 60 s x 86400 s) = 3220 s
+  in.min_interval_s = 900;
+  EXPECT_FALSE(ComputeWallClock(in).interval_floored);  // Young's is longer than the floor
+  in.rates.failures_per_s = 1.0 / 3600;                 // Young: sqrt(2 x 60 x 3600) = 657 s < 900 s
+  const WallClock w = ComputeWallClock(in);
+  EXPECT_TRUE(w.interval_floored);
+  EXPECT_NEAR(w.interval_s, 900, 1e-9);
+  in.durable_s = 1200;  // the durable time, not the floor, sets the interval
+  EXPECT_FALSE(ComputeWallClock(in).interval_floored);
+  in.durable_s = 60;
+  in.pinned_interval_s = 1800;  // a pinned interval is never floored
+  EXPECT_FALSE(ComputeWallClock(in).interval_floored);
+  in.pinned_interval_s = 0;
+  in.train_s = 600;  // the run, shorter than the floor, caps the interval
+  EXPECT_FALSE(ComputeWallClock(in).interval_floored);
+}
+
 TEST(WallClock, PinnedIntervalIsUsed) {
   WallClockInputs in = Base();
   in.pinned_interval_s = 1800;

@@ -142,6 +142,11 @@ nlohmann::json PlanJson(const Plan& p, const PlanPrintContext& ctx) {
       {"efficiency_note", trust.efficiency_note.empty() ? nlohmann::json(nullptr) : nlohmann::json(trust.efficiency_note)},
   };
 }
+nlohmann::json Precisions(const Constraints& c) {
+  nlohmann::json out = nlohmann::json::array();
+  for (Precision p : c.precisions) out.push_back(ToString(p));
+  return out;
+}
 nlohmann::json Rejected(const PlanResult& r) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& x : r.rejected) out.push_back({{"code", x.code}, {"reason", x.reason}, {"count", x.count}});
@@ -156,7 +161,7 @@ nlohmann::json PlanToJson(const PlanResult& r, const Job& job, const PlanPrintCo
   nlohmann::json inputs = JobToJson(job);
   const Constraints& c = job.constraints;
   inputs["constraints"] = {{"deadline_hours", c.deadline_hours}, {"budget_usd", c.budget_usd}, {"max_gpus", c.max_gpus},
-                           {"clouds", c.clouds}, {"gpus", c.gpus}, {"spot", ToString(c.spot)},
+                           {"clouds", c.clouds}, {"gpus", c.gpus}, {"precisions", Precisions(c)}, {"spot", ToString(c.spot)},
                            {"min_memory_headroom", job.IsSet("constraints.min_memory_headroom") ? nlohmann::json(c.min_memory_headroom) : nlohmann::json(nullptr)}, {"objective", ToString(c.objective)},
                            {"rerun_factor", c.rerun_factor}};
   return {{"version", kVersion}, {"schema", kJsonSchemaVersion}, {"model_fingerprint", ModelFingerprint()},

@@ -205,7 +205,7 @@ std::string CheckpointLine(const Plan& p) {
   if (w.checkpoints > 0) s += F("; every %.0f min (%.0f checkpoints", w.interval_s / 60, static_cast<double>(w.checkpoints)) +
                               (p.job.IsSet("training.checkpoint_interval_min") ? ", pinned interval)"
                                : w.interval_floored ? ", the floor checkpoint_interval_floor_s: Young's interval from the failure + interruption rate is shorter)"
-                                                    : ", Young's interval from the failure + interruption rate, never under checkpoint_interval_floor_s)");
+                                                    : ", Young's interval from the failure + interruption rate)");
   else if (p.job.IsSet("training.checkpoint_interval_min"))
     s += F("; every %.0f min (pinned; the run is shorter: no periodic checkpoint)", w.interval_s / 60);
   else s += "; the run is shorter than the Young interval: no periodic checkpoint";

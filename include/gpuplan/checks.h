@@ -1,6 +1,6 @@
 // Checks of real tool outputs against a plan or against the thresholds the clouds' own health checks
 // use (data/checks.csv: every rule with its source, date and the troubleshooting row it leads to), and
-// seed 001's validation checklist for a plan. docs/checks.md lists every check.
+// The validation checklist for a plan (docs/troubleshooting.md gathers its rows). docs/checks.md lists every check.
 #pragma once
 
 #include <optional>
@@ -103,7 +103,7 @@ VerifyReport RunChecks(std::vector<ToolOutput> outputs, const VerifyOptions& opt
 // All readings of the report, flat: what `verify --ledger` stores.
 std::vector<Reading> VerifyReadings(const VerifyReport& report);
 
-// ---- seed 001's validation checklist ----
+// ---- the validation checklist ----
 
 struct ChecklistStep {
   std::string title;                   // "RDMA bandwidth per NIC (ib_write_bw)"
@@ -113,7 +113,7 @@ struct ChecklistStep {
   std::string why;                     // the seed's reason / the source of the number
 };
 
-// The steps for one plan, in seed 001 §6.3's order (tiny job, topology, clocks, PCIe, RDMA,
+// The steps for one plan, in the order a rented cluster is checked (tiny job, topology, clocks, PCIe, RDMA,
 // collectives, NCCL transport, storage, checkpoint, profiler), with commands for its nodes.
 // `plan_file` is what the user passed (the export command of the first step names it).
 Result<std::vector<ChecklistStep>> BuildChecklist(const PlanContext& plan, const Catalog& catalog, const std::vector<CheckRule>& rules,

@@ -121,7 +121,7 @@ struct Constraints {
                                       // calibration memory_model_error_margin); the 0.05 applies only
                                       // to callers that read it without checking IsSet.
   Objective objective = Objective::kBalanced;  // Default: balanced (time x cost).
-  double rerun_factor = 1.3;        // Default: 1.3 (seed 001 §6.2: budget 1.3-1.5x the pure training time).
+  double rerun_factor = 1.3;        // Default: 1.3 (practitioners budget 1.3-1.5x the pure training time; docs/model/planner.md).
   bool allow_tp_across_nodes = false;  // Default: false.
   int64_t top = 10;                 // Default: 10 plans shown.
   double spot_price_ratio = 0.25;   // Default: unset = the catalog's spot price (a built-in one below

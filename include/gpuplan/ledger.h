@@ -1,4 +1,4 @@
-// The resource ledger (seed 004's 资源台账): measured capability of real machines, kept in SQLite.
+// The resource ledger (a resource ledger, docs/checks.md "Ledger and probe"): measured capability of real machines, kept in SQLite.
 //
 // Three tables: pools (a named group of identical machines), machines (a hostname, its pool, what
 // `gpuplan probe` found as JSON) and measurements (kind, value, unit, the tool that measured it, the

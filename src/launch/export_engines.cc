@@ -1,6 +1,6 @@
 // The engine exporters of `gpuplan export`: DeepSpeed, accelerate, torchrun, Megatron-LM (+ the
 // Megatron-Bridge override form) and torchtitan (released v0.2.x TOML). Every key traces to a plan
-// field (docs/export.md "## Engines"); the format facts are ../shared/reference/launch-serving-checks.md §1.
+// field (docs/export.md "## Engines", which names the engine source each format was checked against).
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -506,7 +506,7 @@ Args MegatronParallelArgs(const LaunchPlan& p) {
   if (q.ep > 1) m.push_back({"--expert-model-parallel-size", Str(q.ep)});
   if (q.sequence_parallel) m.push_back({"--sequence-parallel", ""});
   if (q.zero >= 1) m.push_back({"--use-distributed-optimizer", ""});
-  // ZeRO-2/3 are Megatron-FSDP's optim_grads / optim_grads_params (launch-serving-checks.md §1.4);
+  // ZeRO-2/3 are Megatron-FSDP's optim_grads / optim_grads_params (Megatron-LM megatron/training/arguments.py, --data-parallel-sharding-strategy);
   // the distributed optimizer alone shards only the optimizer states (ZeRO-1).
   if (q.zero >= 2)
     m.insert(m.end(), {{"--use-megatron-fsdp", ""}, {"--data-parallel-sharding-strategy", q.zero == 3 ? "optim_grads_params" : "optim_grads"},

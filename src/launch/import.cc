@@ -3,7 +3,7 @@
 // gpuplan models, which it reads without effect on the estimate (notes) and which it does not model
 // (unknown, never dropped). What the files say becomes "facts" on job keys; Finish() resolves the
 // "auto" values and the batch arithmetic against every input and the command-line base, then sets
-// each key with its file:line. Facts: ../shared/reference/launch-serving-checks.md §1.1-1.5.
+// each key with its file:line. Facts: the engines' own parsers, as docs/export.md lists them.
 #include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 

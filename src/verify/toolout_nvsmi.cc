@@ -1,5 +1,5 @@
 // nvidia-smi: topo -m, topo -p2p, the default table, -q (-d CLOCK,PERFORMANCE,PCIE,ECC,...), nvlink -s
-// (docs/checks.md "Reading outputs"; the topo legend: ../shared/reference/launch-serving-checks.md §3.5).
+// (docs/checks.md "Reading outputs"; the topo legend is the one nvidia-smi topo -m prints under its matrix).
 #include <algorithm>
 #include <set>
 

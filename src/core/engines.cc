@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <sstream>
+#include <utility>
 
 #include "gpuplan/csv.h"
 #include "gpuplan/data.h"
@@ -54,6 +55,14 @@ Result<T> Choice(const CsvRecord& r, const std::string& col, const std::vector<s
   return Status::BadInput(r.Where(col), "expected one of " + all + ", got '" + r.Str(col) + "'");
 }
 
+// A parsed cell into its field, or the cell's error.
+template <class T>
+Status Into(Result<T> parsed, T& out) {
+  if (!parsed.ok()) return parsed.status();
+  out = std::move(*parsed);
+  return Status::Ok();
+}
+
 Status ReadRow(const CsvRecord& r, EngineCaps& e) {
   e.id = r.Str("id");
   auto f = ParseFramework(e.id);
@@ -72,25 +81,18 @@ Status ReadRow(const CsvRecord& r, EngineCaps& e) {
     if (!b.ok()) return b.status();
     *out = *b;
   }
-  auto sp = Choice<SeqParallelRule>(r, "sequence_parallel", {{"no", SeqParallelRule::kNo}, {"optional", SeqParallelRule::kOptional},
-                                                             {"with_tp", SeqParallelRule::kWithTp}, {"with_tp_ep", SeqParallelRule::kWithTpEp}});
-  if (!sp.ok()) return sp.status();
-  e.sequence_parallel = *sp;
-  auto pp = Choice<PipelineRule>(r, "pp", {{"no", PipelineRule::kNo}, {"even", PipelineRule::kEven}, {"uneven", PipelineRule::kUneven}});
-  if (!pp.ok()) return pp.status();
-  e.pp = *pp;
-  auto z = ZeroList(r, "zero");
-  if (!z.ok()) return z.status();
-  e.zero = *z;
-  auto zm = ZeroList(r, "zero_with_model_parallel");
-  if (!zm.ok()) return zm.status();
-  e.zero_with_model_parallel = *zm;
-  auto oo = MinZero(r, "offload_optimizer_min_zero");
-  if (!oo.ok()) return oo.status();
-  e.offload_optimizer_min_zero = *oo;
-  auto op = MinZero(r, "offload_params_min_zero");
-  if (!op.ok()) return op.status();
-  e.offload_params_min_zero = *op;
+  GPUPLAN_RETURN_IF_ERROR(Into(Choice<SeqParallelRule>(r, "sequence_parallel", {{"no", SeqParallelRule::kNo},
+                                                                               {"optional", SeqParallelRule::kOptional},
+                                                                               {"with_tp", SeqParallelRule::kWithTp},
+                                                                               {"with_tp_ep", SeqParallelRule::kWithTpEp}}),
+                               e.sequence_parallel));
+  GPUPLAN_RETURN_IF_ERROR(Into(Choice<PipelineRule>(r, "pp", {{"no", PipelineRule::kNo}, {"even", PipelineRule::kEven},
+                                                              {"uneven", PipelineRule::kUneven}}),
+                               e.pp));
+  GPUPLAN_RETURN_IF_ERROR(Into(ZeroList(r, "zero"), e.zero));
+  GPUPLAN_RETURN_IF_ERROR(Into(ZeroList(r, "zero_with_model_parallel"), e.zero_with_model_parallel));
+  GPUPLAN_RETURN_IF_ERROR(Into(MinZero(r, "offload_optimizer_min_zero"), e.offload_optimizer_min_zero));
+  GPUPLAN_RETURN_IF_ERROR(Into(MinZero(r, "offload_params_min_zero"), e.offload_params_min_zero));
   for (const auto& w : Words(r.Str("precisions"))) {
     if (w == "fp32") e.precisions.push_back(Precision::kFp32);
     else if (w == "fp16") e.precisions.push_back(Precision::kFp16);

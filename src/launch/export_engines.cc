@@ -15,6 +15,7 @@
 #include "gpuplan/engines.h"
 #include "gpuplan/launch.h"
 #include "gpuplan/plan.h"
+#include "gpuplan/quote.h"
 
 namespace gpuplan {
 
@@ -23,24 +24,13 @@ namespace {
 std::string Str(int64_t v) { return std::to_string(v); }
 std::string Str(bool v) { return v ? "true" : "false"; }
 
-// A word bash reads back verbatim: bare when it is made of safe characters, else single-quoted.
-std::string ShellQuote(const std::string& s) {
-  bool safe = !s.empty();
-  for (char c : s)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || std::string("_./:=+-,@%").find(c) != std::string::npos)) safe = false;
-  if (safe) return s;
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
+// A word bash reads back verbatim (gpuplan/quote.h ShellWord).
+std::string ShellQuote(const std::string& s) { return ShellWord(s); }
 
-// A value inside bash double quotes: \ " $ and ` escaped.
+// A value inside "${VAR:-...}": \ " $ ` escaped, and } (which would end the expansion).
 std::string InDoubleQuotes(const std::string& s) {
   std::string out;
-  for (char c : s) {
-    if (c == '\\' || c == '"' || c == '$' || c == '`') out += '\\';
-    out += c;
-  }
+  for (char c : ShellDoubleQuoted(s)) out += c == '}' ? std::string("\\}") : std::string(1, c);
   return out;
 }
 
@@ -85,7 +75,7 @@ std::string ScriptHead(const LaunchPlan& p, const std::string& what) {
 Artifact LaunchSh(const LaunchPlan& p, const LaunchSpec& l) {
   std::string s = ScriptHead(p, l.engine + ": the per-node command; run it once on each of the " + Str(p.nodes) +
                                     " node(s) with GPUPLAN_NODE_RANK set (c10d rendezvous at GPUPLAN_HEAD:GPUPLAN_PORT).");
-  for (const auto& n : l.notes) s += "# " + n + "\n";
+  for (const auto& n : l.notes) s += "# " + CommentLine(n) + "\n";
   s += EnvDefaults(p);
   s += "TORCHRUN=\"${TORCHRUN:-torchrun}\"\n";
   for (const auto& x : l.pre) s += x + "\n";
@@ -193,7 +183,7 @@ std::string DeepspeedConfig(const LaunchPlan& p) {
   if (pr == Precision::kFp16) c["fp16"] = {{"enabled", true}, {"loss_scale", 0}};
   c["zero_optimization"] = DeepspeedZero(p);
   if (q.tp > 1) c["tensor_parallel"] = {{"autotp_size", q.tp}};
-  return c.dump(2) + "\n";
+  return c.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 std::string Hostfile(const LaunchPlan& p) {
@@ -566,7 +556,7 @@ std::string MegatronArgsFile(const LaunchPlan& p) {
   s += "MEGATRON_ARGS=(\n";
   for (const Args& group : {MegatronModelArgs(p.job), MegatronArchArgs(p), MegatronParallelArgs(p), MegatronTrainingArgs(p)})
     for (const auto& [flag, value] : group) s += "  " + flag + (value.empty() ? "" : " " + ShellQuote(value)) + "\n";
-  s += "  # checkpoints: " + CheckpointPolicyText(p) + "\n";
+  s += "  # checkpoints: " + CommentLine(CheckpointPolicyText(p)) + "\n";
   for (const auto& [flag, value] : MegatronCheckpointArgs(p)) s += "  " + flag + (value.empty() ? "" : " " + ShellQuote(value)) + "\n";
   return s + ")\n" + MegatronFinetuneBlock(p);
 }
@@ -639,7 +629,11 @@ std::vector<std::string> BridgeOverrides(const LaunchPlan& p) {
 
 // Megatron-Bridge's CheckpointConfig (checkpoint.save, save_interval, async_save).
 std::vector<std::string> BridgeCheckpointOverrides(const LaunchPlan& p) {
-  std::vector<std::string> o = {"checkpoint.save=" + p.checkpoint_dir, "checkpoint.save_interval=" + Str(SaveSteps(p))};
+  // The file is read by word splitting ($(grep ...)): a path with other characters cannot be said in it.
+  std::vector<std::string> o = {PlainValue(p.checkpoint_dir) ? "checkpoint.save=" + p.checkpoint_dir
+                                                             : "# checkpoint.save=PATH: pass it on the command line (the path " +
+                                                                   CommentLine(p.checkpoint_dir) + " is not one plain word)",
+                                "checkpoint.save_interval=" + Str(SaveSteps(p))};
   if (p.checkpoint_async) o.push_back("checkpoint.async_save=true");
   return o;
 }
@@ -713,7 +707,7 @@ std::string TitanModel(const Job& j) {
   if (!flavor.empty()) {
     s += "name = \"llama3\"\nflavor = \"" + flavor + "\"\n";
   } else {
-    s += "# " + a.name + " is not a built-in torchtitan flavor: register it (a TransformerModelArgs entry of its model family) with\n";
+    s += "# " + CommentLine(a.name) + " is not a built-in torchtitan flavor: register it (a TransformerModelArgs entry of its model family) with\n";
     s += "# layers " + Str(a.layers) + ", hidden " + Str(a.hidden) + ", heads " + Str(a.heads) + ", kv_heads " + Str(a.KvHeads()) +
          ", ffn " + Str(a.Ffn()) + ", vocab " + Str(a.vocab) + (a.IsMoe() ? ", experts " + Str(a.experts) + " top-" + Str(a.experts_per_token) : "") +
          ", and name it here.\n";
@@ -769,8 +763,8 @@ std::string TitanParallelism(const LaunchPlan& p) {
 // torchtitan v0.2.x [checkpoint] (torchtitan/config/job_config.py Checkpoint: enable, folder,
 // interval in steps, async_mode, keep_latest_k).
 std::string TitanCheckpoint(const LaunchPlan& p) {
-  std::string s = "[checkpoint]\n# " + CheckpointPolicyText(p) + "\n";
-  s += "enable = true\nfolder = " + nlohmann::json(p.checkpoint_dir).dump() + "\n";
+  std::string s = "[checkpoint]\n# " + CommentLine(CheckpointPolicyText(p)) + "\n";
+  s += "enable = true\nfolder = " + TomlString(p.checkpoint_dir) + "\n";
   s += "interval = " + Str(SaveSteps(p)) + "\n";
   s += std::string("async_mode = \"") + (p.checkpoint_async ? "async" : "disabled") + "\"\n";
   s += "keep_latest_k = " + Str(CheckpointsKept()) + "\n";
@@ -783,7 +777,7 @@ std::string TitanToml(const LaunchPlan& p) {
   s += "# torchtitan v0.2.x (the released TOML; main has moved to Python configs): torchrun ... -m torchtitan.train "
        "--job.config_file torchtitan.toml\n";
   s += "# the world size is not in this file: torchrun's " + Str(World(p)) + " processes = the product of the degrees below.\n\n";
-  s += "[job]\ndump_folder = \"./outputs\"\ndescription = " + nlohmann::json(p.job_name + ": " + LayoutString(j)).dump() + "\n\n";
+  s += "[job]\ndump_folder = \"./outputs\"\ndescription = " + TomlString(p.job_name + ": " + LayoutString(j)) + "\n\n";
   s += TitanModel(j) + "\n" + TitanTraining(p) + "\n" + TitanParallelism(p) + "\n";
   s += "[activation_checkpoint]\nmode = \"" + ToString(j.training.recompute) + "\"\n\n";
   s += "[compile]\nenable = " + Str(j.training.compile) + "\n";

@@ -10,6 +10,7 @@
 
 #include "gpuplan/data.h"
 #include "gpuplan/launch.h"
+#include "gpuplan/quote.h"
 #include "gpuplan/report.h"
 
 namespace gpuplan {
@@ -115,11 +116,11 @@ std::string SbatchDirectives(const LaunchPlan& p, const Catalog& catalog) {
   if (!p.instance.empty())
     if (auto inst = catalog.FindInstance(p.instance); inst.ok()) vcpus = inst->vcpus;
   if (vcpus && *vcpus >= 1)
-    s += "#SBATCH --cpus-per-task=" + Str(static_cast<int64_t>(*vcpus)) + "  # all of " + p.instance_type +
+    s += "#SBATCH --cpus-per-task=" + Str(static_cast<int64_t>(*vcpus)) + "  # all of " + CommentLine(p.instance_type) +
          "'s vCPUs: one task per node runs torchrun and its workers\n";
   else
     s += "# --cpus-per-task left out: the node's vCPU count is unknown (" +
-         std::string(p.instance.empty() ? "own machines" : "catalog row " + p.instance) + "); --exclusive gives the task the whole node\n";
+         CommentLine(p.instance.empty() ? "own machines" : "catalog row " + p.instance) + "); --exclusive gives the task the whole node\n";
   s += "#SBATCH --exclusive\n";
   s += "#SBATCH --wait-all-nodes=1\n";
   if (p.time_s > 0)
@@ -159,17 +160,7 @@ Artifact Sbatch(const LaunchPlan& p, const Catalog& catalog) {
 // ---- kubernetes ----
 
 // A DNS-1035 label from the job name: lower case, [a-z0-9-], starting with a letter, <= 63.
-std::string K8sName(const std::string& name) {
-  std::string out;
-  for (char c : name) {
-    const auto u = static_cast<unsigned char>(c);
-    out += std::isalnum(u) ? static_cast<char>(std::tolower(u)) : '-';
-  }
-  if (out.empty() || !std::isalpha(static_cast<unsigned char>(out[0]))) out = "gpuplan-" + out;
-  if (out.size() > 63) out.resize(63);
-  while (!out.empty() && out.back() == '-') out.pop_back();
-  return out;
-}
+std::string K8sName(const std::string& name) { return DnsLabel(name); }
 
 std::string ConfigMapName(const LaunchPlan& p) { return K8sName(p.job_name + "-files"); }
 
@@ -186,7 +177,7 @@ void EmitEnv(YAML::Emitter& y, const std::vector<std::pair<std::string, std::str
 void EmitLimits(YAML::Emitter& y, const LaunchPlan& p, const Device& d) {
   y << YAML::Key << "limits" << YAML::Value << YAML::BeginMap;
   y << YAML::Key << d.gpu_resource << YAML::Value << p.gpus_per_node;
-  if (!d.name.empty()) y << YAML::Key << d.name << YAML::Value << d.count << YAML::Comment(d.why);
+  if (!d.name.empty()) y << YAML::Key << d.name << YAML::Value << d.count << YAML::Comment(CommentLine(d.why));
   y << YAML::EndMap;
 }
 
@@ -259,7 +250,7 @@ Artifact TrainJob(const LaunchPlan& p, const std::vector<FabricSetting>& fabric,
     << YAML::EndMap;
   y << YAML::Key << "trainer" << YAML::Value << YAML::BeginMap;
   y << YAML::Key << "image" << YAML::Value << Image(p);
-  if (p.image.empty()) y << YAML::Comment("a container image with torch, the engine and " + p.script);
+  if (p.image.empty()) y << YAML::Comment(CommentLine("a container image with torch, the engine and " + p.script));
   EmitCommand(y, PodCommand("PET_MASTER_ADDR", "PET_MASTER_PORT", "PET_NODE_RANK"));
   y << YAML::Key << "numNodes" << YAML::Value << p.nodes;
   y << YAML::Key << "numProcPerNode" << YAML::Value << p.gpus_per_node;
@@ -346,7 +337,7 @@ Result<Artifact> SkyTask(const LaunchPlan& p, const std::vector<FabricSetting>& 
   if (!p.instance_type.empty()) y << YAML::Key << "instance_type" << YAML::Value << p.instance_type;
   y << YAML::Key << "use_spot" << YAML::Value << p.spot;
   if (const FabricSetting* tier = Find(fabric, FabricAction::kSkyNetworkTier))
-    y << YAML::Key << "network_tier" << YAML::Value << tier->value << YAML::Comment(tier->why);
+    y << YAML::Key << "network_tier" << YAML::Value << tier->value << YAML::Comment(CommentLine(tier->why));
   y << YAML::EndMap;
   y << YAML::Key << "envs" << YAML::Value << YAML::BeginMap;
   y << YAML::Key << "GPUPLAN_PORT" << YAML::Value << YAML::DoubleQuoted << Str(p.port);
@@ -362,7 +353,7 @@ Result<Artifact> SkyTask(const LaunchPlan& p, const std::vector<FabricSetting>& 
   y << YAML::EndMap;
   std::string s = CommentHeader(p, "# ") + "# SkyPilot task: sky launch -c " + K8sName(p.job_name) +
                   " sky.yaml from the export directory (workdir . carries launch.sh and the engine's files).\n";
-  if (!acc) s += "# accelerators left out: no SkyPilot name for " + p.job.cluster.gpu + " in data/fabric_env.csv; instance_type names the GPUs.\n";
+  if (!acc) s += "# accelerators left out: no SkyPilot name for " + CommentLine(p.job.cluster.gpu) + " in data/fabric_env.csv; instance_type names the GPUs.\n";
   if (p.provider.empty()) s += "# infra left out: own machines (SkyPilot picks among the clouds and clusters `sky check` enables).\n";
   return Artifact{"sky.yaml", s + y.c_str() + "\n", false};
 }

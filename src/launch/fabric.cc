@@ -7,6 +7,7 @@
 #include "gpuplan/csv.h"
 #include "gpuplan/data.h"
 #include "gpuplan/launch.h"
+#include "gpuplan/quote.h"
 #include "gpuplan/strings.h"
 
 namespace gpuplan {
@@ -257,15 +258,6 @@ Status CheckNoTwice(const std::vector<FabricSetting>& settings) {
   return Status::Ok();
 }
 
-// A value as one shell word: as is when every character is plain, else in single quotes (SafeText
-// has excluded quotes, so the quoting is always closed).
-std::string ShellWord(const std::string& v) {
-  const bool plain = std::all_of(v.begin(), v.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || std::string("_./,:=+@%-").find(c) != std::string::npos;
-  });
-  return plain ? v : "'" + v + "'";
-}
-
 std::string Cite(const FabricSetting& s) { return "[" + s.source + ", " + s.date + "]"; }
 
 std::string EnvLine(const FabricSetting& s) {
@@ -288,7 +280,10 @@ std::string Describe(const LaunchPlan& plan, const FabricKey& k) {
   std::string d = plan.network.id + " (" + k.kind + (plan.network.name.empty() ? "" : ", " + plan.network.name) + ")";
   d += k.provider.empty() ? " on own machines" : " on " + k.provider;
   if (plan.nics_per_node > 0) d += ", " + std::to_string(plan.nics_per_node) + " NICs per node";
-  d += k.gdr ? ", GPUDirect RDMA assumed" : ", no GPUDirect RDMA";
+  // GPUDirect RDMA is a property of RDMA fabrics only; TCP (and GCP's TCPX/TCPXO) carry no such claim.
+  const bool rdma = k.kind == "efa" || k.kind == "infiniband" || k.kind == "roce";
+  if (rdma) d += k.gdr ? ", GPUDirect RDMA assumed" : ", no GPUDirect RDMA";
+  if (k.kind == "tcp") d += ", TCP sockets (no RDMA)";
   return d;
 }
 
@@ -315,13 +310,13 @@ Result<Artifact> FabricEnv(const LaunchPlan& plan, const Catalog& catalog, const
   auto key = KeyOf(plan, catalog);
   if (!key.ok()) return key.status();
   std::string s = "#!/usr/bin/env bash\n" + CommentHeader(plan, "# ");
-  s += "#\n# NCCL / fabric environment for " + Describe(plan, *key) + ".\n";
-  s += "# Rows of " + file + " (docs/export.md \"Fabric environment\"); each line says why, with its source.\n";
+  s += "#\n# NCCL / fabric environment for " + CommentLine(Describe(plan, *key)) + ".\n";
+  s += "# Rows of " + CommentLine(file) + " (docs/export.md \"Fabric environment\"); each line says why, with its source.\n";
   s += "# launch.sh sources this file; to use it alone: source fabric.env\n";
   for (const auto& x : *settings) {
     if (!IsEnvAction(x.action)) continue;
     const std::string line = EnvLine(x);
-    s += x.action == FabricAction::kNote ? line + "\n" : line + "  # " + x.why + " " + Cite(x) + "\n";
+    s += x.action == FabricAction::kNote ? CommentLine(line) + "\n" : line + "  # " + CommentLine(x.why + " " + Cite(x)) + "\n";
   }
   return Artifact{"fabric.env", s, false};
 }

@@ -2,17 +2,21 @@
 // all-or-nothing writer (docs/export.md).
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <vector>
 
 #include "gpuplan/engines.h"
 #include "gpuplan/launch.h"
 #include "gpuplan/plan.h"
 #include "gpuplan/data.h"
+#include "gpuplan/quote.h"
 #include "gpuplan/report.h"
 
 namespace gpuplan {
@@ -83,12 +87,14 @@ std::vector<std::string> HeaderLines(const LaunchPlan& p) {
   if (p.cost_usd) expect += ", $" + FormatNumber("%.0f", *p.cost_usd) + " to budget";
   out.push_back(expect);
   if (!p.note.empty()) out.push_back("note: " + p.note);
+  // Names, paths and ids in it are the user's: each line stays one line in every file (a comment).
+  for (auto& l : out) l = CommentLine(l);
   return out;
 }
 
 std::string CommentHeader(const LaunchPlan& plan, const std::string& comment) {
   std::string s;
-  for (const auto& l : HeaderLines(plan)) s += comment + l + "\n";
+  for (const auto& l : HeaderLines(plan)) s += comment + l + "\n";  // one line each (HeaderLines)
   return s;
 }
 
@@ -155,5 +161,155 @@ Status WriteArtifacts(const std::vector<Artifact>& files, const std::string& dir
   }
   return Status::Ok();
 }
+
+}  // namespace gpuplan
+
+// ---- quoting a value for its file (gpuplan/quote.h) ----
+
+namespace gpuplan {
+
+namespace {
+
+bool PlainChar(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || std::strchr("_./:=+,@%-", c) != nullptr;
+}
+
+// The code points of `s`; an invalid UTF-8 byte is returned as -1 - byte.
+std::vector<int64_t> CodePoints(const std::string& s) {
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < s.size();) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    int len = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xE ? 3 : (b >> 3) == 0x1E ? 4 : 0;
+    int64_t cp = len == 1 ? b : len == 2 ? (b & 0x1F) : len == 3 ? (b & 0x0F) : (b & 0x07);
+    bool ok = len > 0 && i + len <= s.size();
+    for (int k = 1; ok && k < len; ++k) {
+      const auto c = static_cast<unsigned char>(s[i + k]);
+      ok = (c >> 6) == 0x2;
+      cp = (cp << 6) | (c & 0x3F);
+    }
+    // Overlong forms, surrogates and values past U+10FFFF are not UTF-8 either.
+    static constexpr int64_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (ok && (cp < kMin[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))) ok = false;
+    if (!ok) {
+      out.push_back(-1 - static_cast<int64_t>(b));
+      ++i;
+      continue;
+    }
+    out.push_back(cp);
+    i += len;
+  }
+  return out;
+}
+
+void AppendUtf8(std::string& out, int64_t cp) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
+std::string Hex(const char* fmt, int64_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, fmt, static_cast<unsigned>(v));
+  return buf;
+}
+
+// A double-quoted string in the escapes JSON, TOML and YAML share (\" \\ \n \r \t, \uXXXX for the
+// other control characters); non-ASCII as UTF-8 (json/toml) or \u escapes (yaml: ASCII out).
+std::string QuotedString(const std::string& s, bool ascii_out) {
+  std::string out = "\"";
+  for (int64_t cp : CodePoints(s)) {
+    if (cp < 0) cp = 0xFFFD;  // an invalid byte: the replacement character
+    if (cp == '"') out += "\\\"";
+    else if (cp == '\\') out += "\\\\";
+    else if (cp == '\n') out += "\\n";
+    else if (cp == '\r') out += "\\r";
+    else if (cp == '\t') out += "\\t";
+    else if (cp < 0x20 || cp == 0x7F) out += Hex("\\u%04X", cp);
+    else if (cp >= 0x80 && ascii_out) out += cp < 0x10000 ? Hex("\\u%04X", cp) : Hex("\\U%08X", cp);
+    else if (cp >= 0x80 && cp <= 0x9F) out += Hex("\\u%04X", cp);  // C1 controls
+    else AppendUtf8(out, cp);
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+std::string ShellWord(const std::string& s) {
+  if (!s.empty() && std::all_of(s.begin(), s.end(), PlainChar)) return s;
+  const bool control = std::any_of(s.begin(), s.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return u < 0x20 || u == 0x7F;
+  });
+  std::string out;
+  if (!control) {
+    out = "'";
+    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+  }
+  out = "$'";  // bash's ANSI-C quoting: \n, \t, \xNN, \\ and \' are its escapes
+  for (char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\\' || c == '\'') out += std::string("\\") + c;
+    else if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (u < 0x20 || u == 0x7F) out += Hex("\\x%02X", u);
+    else out += c;
+  }
+  return out + "'";
+}
+
+std::string ShellDoubleQuoted(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '\\' || c == '"' || c == '$' || c == '`') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+std::string CommentLine(const std::string& s) {
+  std::string out;
+  for (int64_t cp : CodePoints(s)) {
+    if (cp < 0) out += Hex("\\x%02X", -1 - cp);
+    else if (cp == '\n') out += "\\n";
+    else if (cp == '\r') out += "\\r";
+    else if (cp == '\t') out += "\\t";
+    else if (cp < 0x20 || cp == 0x7F || (cp >= 0x80 && cp <= 0x9F)) out += Hex("\\x%02X", cp);
+    // Unicode line and paragraph separators end a line for some readers (YAML 1.1, editors).
+    else if (cp == 0x2028 || cp == 0x2029 || cp == 0x85) out += Hex("\\u%04X", cp);
+    else AppendUtf8(out, cp);
+  }
+  return out;
+}
+
+std::string YamlScalar(const std::string& s) { return QuotedString(s, true); }
+std::string TomlString(const std::string& s) { return QuotedString(s, false); }
+std::string JsonString(const std::string& s) { return QuotedString(s, false); }
+
+std::string DnsLabel(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    out += u < 0x80 && std::isalnum(u) ? static_cast<char>(std::tolower(u)) : '-';
+  }
+  if (out.empty() || !std::isalpha(static_cast<unsigned char>(out[0]))) out = "gpuplan-" + out;
+  if (out.size() > 63) out.resize(63);
+  while (!out.empty() && out.back() == '-') out.pop_back();
+  return out;
+}
+
+bool PlainValue(const std::string& s) { return !s.empty() && std::all_of(s.begin(), s.end(), PlainChar); }
 
 }  // namespace gpuplan

@@ -8,10 +8,12 @@
 #include <cmath>
 #include <cstdio>
 
+#include "gpuplan/csv.h"
 #include "gpuplan/data.h"
 #include "gpuplan/launch.h"
 #include "gpuplan/quote.h"
 #include "gpuplan/report.h"
+#include "gpuplan/strings.h"
 
 namespace gpuplan {
 
@@ -321,20 +323,96 @@ Artifact PyTorchJob(const LaunchPlan& p, const std::vector<FabricSetting>& fabri
 
 // ---- skypilot ----
 
-Result<Artifact> SkyTask(const LaunchPlan& p, const std::vector<FabricSetting>& fabric) {
-  const FabricSetting* acc = Find(fabric, FabricAction::kSkyAccelerator);
-  if (acc == nullptr && p.instance_type.empty())
+// data/skypilot.csv: the clouds SkyPilot has (its ALL_CLOUDS, keyed by the catalog's provider name)
+// and the SkyPilot instance type of the catalog rows whose instance column is a display name.
+struct SkyRow {
+  std::string kind;            // cloud | instance
+  std::string id;              // the catalog provider (cloud) or instance id (instance)
+  std::string sky_name;        // SkyPilot's cloud name / instance type ("" = none known: accelerators only)
+  std::string accelerator;     // instance rows: SkyPilot's accelerator name on that type ("" = the GPU's row)
+  std::string instance_names;  // cloud rows: api (the catalog's instance is SkyPilot's type), display, unknown
+};
+
+Status CheckSkyRow(const SkyRow& r, const CsvRecord& rec) {
+  if (r.kind != "cloud" && r.kind != "instance") return Status::BadInput(rec.Where("kind"), "expected cloud or instance, got '" + r.kind + "'");
+  if (r.id.empty()) return Status::BadInput(rec.Where("id"), "must name a provider or catalog instance id");
+  if (r.kind == "cloud" && !PlainValue(r.sky_name)) return Status::BadInput(rec.Where("sky_name"), "expected SkyPilot's cloud name");
+  if (!r.sky_name.empty() && !PlainValue(r.sky_name)) return Status::BadInput(rec.Where("sky_name"), "not a SkyPilot name: '" + r.sky_name + "'");
+  if (!r.accelerator.empty() && !PlainValue(r.accelerator))
+    return Status::BadInput(rec.Where("accelerator"), "not a SkyPilot accelerator name: '" + r.accelerator + "'");
+  if (r.kind == "cloud" && r.instance_names != "api" && r.instance_names != "display" && r.instance_names != "unknown")
+    return Status::BadInput(rec.Where("instance_names"), "expected api, display or unknown, got '" + r.instance_names + "'");
+  if (rec.Str("source").empty() || rec.Str("date").empty()) return Status::BadInput(rec.Where("source"), "every row names its source and date");
+  return Status::Ok();
+}
+
+Result<std::vector<SkyRow>> SkyRows() {
+  const std::string file = "data/skypilot.csv";
+  const std::string_view text = EmbeddedData("skypilot.csv");
+  if (text.empty()) return Status::Internal(file + " is not compiled in");
+  auto table = ParseCsv(std::string(text), file);
+  if (!table.ok()) return table.status();
+  std::vector<SkyRow> rows;
+  for (const auto& row : table->rows) {
+    const CsvRecord rec(*table, row);
+    SkyRow r{rec.Str("kind"), Lower(rec.Str("id")), rec.Str("sky_name"), rec.Str("accelerator"), rec.Str("instance_names")};
+    GPUPLAN_RETURN_IF_ERROR(CheckSkyRow(r, rec));
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
+const SkyRow* FindSky(const std::vector<SkyRow>& rows, const std::string& kind, const std::string& id) {
+  for (const auto& r : rows)
+    if (r.kind == kind && r.id == Lower(id)) return &r;
+  return nullptr;
+}
+
+// What sky.yaml's resources say: infra, instance type and accelerator name, each "" when left out.
+struct SkyResources {
+  std::string infra, instance_type, accelerator, why_no_type;
+};
+
+Result<SkyResources> SkyResourcesOf(const LaunchPlan& p, const std::vector<FabricSetting>& fabric) {
+  auto rows = SkyRows();
+  if (!rows.ok()) return rows.status();
+  SkyResources r;
+  if (const FabricSetting* acc = Find(fabric, FabricAction::kSkyAccelerator)) r.accelerator = acc->value;
+  if (!p.provider.empty()) {
+    const SkyRow* cloud = FindSky(*rows, "cloud", p.provider);
+    if (cloud == nullptr)
+      return Status::BadInput({"", 0, "--to"}, "SkyPilot has no cloud '" + p.provider + "' (data/skypilot.csv lists SkyPilot's clouds), so it cannot rent " +
+                                                   p.instance + ": export --to slurm or --to torchrun for these machines, or register them with "
+                                                   "SkyPilot as ssh or kubernetes infra and export the job for own machines (without --instance)");
+    r.infra = cloud->sky_name + (p.region.empty() || p.region == "unknown" ? "" : "/" + p.region);
+    if (const SkyRow* inst = FindSky(*rows, "instance", p.instance)) {
+      r.instance_type = inst->sky_name;
+      if (!inst->accelerator.empty()) r.accelerator = inst->accelerator;
+    } else if (cloud->instance_names == "api") {
+      r.instance_type = p.instance_type;
+    }
+    if (r.instance_type.empty())
+      r.why_no_type = "instance_type left out: data/skypilot.csv has no SkyPilot instance type for catalog row " + p.instance +
+                      "; infra and accelerators let SkyPilot pick it.";
+  }
+  if (r.accelerator.empty() && r.instance_type.empty())
     return Status::BadInput({p.fabric_env_file.empty() ? "data/fabric_env.csv" : p.fabric_env_file, 0, "sky-accelerator"},
                             "no SkyPilot accelerator name for GPU '" + p.job.cluster.gpu +
                                 "' and no instance type to name it by: add a sky-accelerator row (fabric_env.csv)");
+  return r;
+}
+
+Result<Artifact> SkyTask(const LaunchPlan& p, const std::vector<FabricSetting>& fabric) {
+  auto res = SkyResourcesOf(p, fabric);
+  if (!res.ok()) return res.status();
   YAML::Emitter y;
   y << YAML::BeginMap;
   y << YAML::Key << "name" << YAML::Value << K8sName(p.job_name);
   y << YAML::Key << "num_nodes" << YAML::Value << p.nodes;
   y << YAML::Key << "resources" << YAML::Value << YAML::BeginMap;
-  if (!p.provider.empty()) y << YAML::Key << "infra" << YAML::Value << p.provider + (p.region.empty() ? "" : "/" + p.region);
-  if (acc) y << YAML::Key << "accelerators" << YAML::Value << acc->value + ":" + Str(p.gpus_per_node);
-  if (!p.instance_type.empty()) y << YAML::Key << "instance_type" << YAML::Value << p.instance_type;
+  if (!res->infra.empty()) y << YAML::Key << "infra" << YAML::Value << res->infra;
+  if (!res->accelerator.empty()) y << YAML::Key << "accelerators" << YAML::Value << res->accelerator + ":" + Str(p.gpus_per_node);
+  if (!res->instance_type.empty()) y << YAML::Key << "instance_type" << YAML::Value << res->instance_type;
   y << YAML::Key << "use_spot" << YAML::Value << p.spot;
   if (const FabricSetting* tier = Find(fabric, FabricAction::kSkyNetworkTier))
     y << YAML::Key << "network_tier" << YAML::Value << tier->value << YAML::Comment(CommentLine(tier->why));
@@ -353,7 +431,9 @@ Result<Artifact> SkyTask(const LaunchPlan& p, const std::vector<FabricSetting>& 
   y << YAML::EndMap;
   std::string s = CommentHeader(p, "# ") + "# SkyPilot task: sky launch -c " + K8sName(p.job_name) +
                   " sky.yaml from the export directory (workdir . carries launch.sh and the engine's files).\n";
-  if (!acc) s += "# accelerators left out: no SkyPilot name for " + CommentLine(p.job.cluster.gpu) + " in data/fabric_env.csv; instance_type names the GPUs.\n";
+  if (res->accelerator.empty())
+    s += "# accelerators left out: no SkyPilot name for " + CommentLine(p.job.cluster.gpu) + " in data/fabric_env.csv; instance_type names the GPUs.\n";
+  if (!res->why_no_type.empty()) s += "# " + CommentLine(res->why_no_type) + "\n";
   if (p.provider.empty()) s += "# infra left out: own machines (SkyPilot picks among the clouds and clusters `sky check` enables).\n";
   return Artifact{"sky.yaml", s + y.c_str() + "\n", false};
 }

@@ -304,8 +304,16 @@ TEST(Wrappers, EveryMultiNodeInstanceExportsAndParses) {
     if (inst.gpu_count <= 0 || inst.network_link.empty() || inst.network_link == "unknown") continue;
     SCOPED_TRACE(inst.id);
     const LaunchPlan p = OnInstance(inst.id, 2);
+    // SkyPilot rents only from its own clouds (data/skypilot.csv): the others are a clear refusal.
+    const bool sky_cloud = inst.provider == "aws" || inst.provider == "gcp" || inst.provider == "azure";
     for (ExportFormat w : {ExportFormat::kSlurm, ExportFormat::kKubernetes, ExportFormat::kSkypilot}) {
       auto r = WrapperFiles(w, p, Cat(), EngineFiles());
+      if (w == ExportFormat::kSkypilot && !sky_cloud && inst.provider != "lambda" && inst.provider != "runpod" &&
+          inst.provider != "vast" && inst.provider != "nebius") {
+        ASSERT_FALSE(r.ok());
+        EXPECT_NE(r.status().ToString().find("SkyPilot has no cloud '" + inst.provider + "'"), std::string::npos);
+        continue;
+      }
       ASSERT_TRUE(r.ok()) << ToString(w) << ": " << r.status().ToString();
       for (const auto& a : *r)
         if (a.name.size() > 5 && a.name.compare(a.name.size() - 5, 5, ".yaml") == 0) {
@@ -315,7 +323,8 @@ TEST(Wrappers, EveryMultiNodeInstanceExportsAndParses) {
     }
     const YAML::Node t = Parse(Wrap(ExportFormat::kKubernetes, p)["trainjob.yaml"].content);
     EXPECT_EQ(t["spec"]["trainer"]["numNodes"].as<int>(), 2);
-    EXPECT_EQ(Parse(Wrap(ExportFormat::kSkypilot, p)["sky.yaml"].content)["resources"]["instance_type"].as<std::string>(), inst.instance);
+    if (sky_cloud)
+      EXPECT_EQ(Parse(Wrap(ExportFormat::kSkypilot, p)["sky.yaml"].content)["resources"]["instance_type"].as<std::string>(), inst.instance);
     ++checked;
   }
   EXPECT_GE(checked, 40);
@@ -360,6 +369,48 @@ TEST(SkypilotWrapper, TcpHasNoTierAndOwnMachinesNoInfra) {
   // GCP A3 Mega's GPUs have their own SkyPilot name.
   const YAML::Node mega = Parse(Wrap(ExportFormat::kSkypilot, OnInstance("gcp-a3-megagpu-8g", 2))["sky.yaml"].content);
   EXPECT_EQ(mega["resources"]["accelerators"].as<std::string>(), "H100-MEGA:8");
+}
+
+// S1: a provider SkyPilot does not have is refused, naming it and what to use instead.
+TEST(SkypilotWrapper, AProviderSkyPilotLacksIsRefused) {
+  for (const char* id : {"autodl-rtx4090-1x", "alibaba-ecs.gn7i-c8g1.2xlarge", "tencent-gn7.2xlarge32", "huawei-modelarts.bm.snt9.xlarge.8"}) {
+    SCOPED_TRACE(id);
+    auto r = WrapperFiles(ExportFormat::kSkypilot, OnInstance(id, 1), Cat(), EngineFiles());
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), StatusCode::kBadInput);
+    EXPECT_NE(r.status().ToString().find("SkyPilot has no cloud"), std::string::npos) << r.status().ToString();
+    EXPECT_NE(r.status().ToString().find("--to slurm"), std::string::npos);
+  }
+}
+
+// S2: instance_type is the provider's type (Lambda's gpu_8x_h100_sxm5), never a catalog display name.
+TEST(SkypilotWrapper, InstanceTypesAreSkyPilotsNotDisplayNames) {
+  const YAML::Node lambda = Parse(Wrap(ExportFormat::kSkypilot, OnInstance("lambda-8x-h100-sxm", 1))["sky.yaml"].content);
+  EXPECT_EQ(lambda["resources"]["instance_type"].as<std::string>(), "gpu_8x_h100_sxm5");
+  EXPECT_EQ(lambda["resources"]["accelerators"].as<std::string>(), "H100:8");
+  EXPECT_EQ(lambda["resources"]["infra"].as<std::string>(), "lambda");
+  const YAML::Node nebius = Parse(Wrap(ExportFormat::kSkypilot, OnInstance("nebius-hgx-h100", 1))["sky.yaml"].content);
+  EXPECT_EQ(nebius["resources"]["instance_type"].as<std::string>(), "gpu-h100-sxm_8gpu-128vcpu-1600gb");
+  // No SkyPilot type known: accelerators only, and the file says why.
+  const auto vast = Wrap(ExportFormat::kSkypilot, OnInstance("vast-h100-sxm", 1))["sky.yaml"].content;
+  EXPECT_FALSE(Parse(vast)["resources"]["instance_type"]);
+  EXPECT_EQ(Parse(vast)["resources"]["accelerators"].as<std::string>(), "H100:1");
+  EXPECT_NE(vast.find("instance_type left out"), std::string::npos);
+  // Item 9: GeForce cards named as SkyPilot names them.
+  const YAML::Node rtx = Parse(Wrap(ExportFormat::kSkypilot, OnInstance("runpod-rtx4090-secure-cloud", 1))["sky.yaml"].content);
+  EXPECT_EQ(rtx["resources"]["accelerators"].as<std::string>(), "RTX4090:1");
+  EXPECT_EQ(rtx["resources"]["instance_type"].as<std::string>(), "1x_RTX4090_SECURE");
+  const YAML::Node vrtx = Parse(Wrap(ExportFormat::kSkypilot, OnInstance("vast-rtx4090", 1))["sky.yaml"].content);
+  EXPECT_EQ(vrtx["resources"]["accelerators"].as<std::string>(), "RTX4090:1");
+}
+
+// S3: A3 Mega's GPUs are H100-MEGA whatever the node count (A3 High shares the catalog GPU id).
+TEST(SkypilotWrapper, A3MegaIsH100MegaOnOneNodeToo) {
+  const YAML::Node one = Parse(Wrap(ExportFormat::kSkypilot, OnInstance("gcp-a3-megagpu-8g", 1))["sky.yaml"].content);
+  EXPECT_EQ(one["resources"]["accelerators"].as<std::string>(), "H100-MEGA:8");
+  EXPECT_EQ(one["resources"]["instance_type"].as<std::string>(), "a3-megagpu-8g");
+  const YAML::Node high = Parse(Wrap(ExportFormat::kSkypilot, OnInstance("gcp-a3-highgpu-8g", 2))["sky.yaml"].content);
+  EXPECT_EQ(high["resources"]["accelerators"].as<std::string>(), "H100:8");
 }
 
 TEST(SkypilotWrapper, AnUnnamedGpuOnOwnMachinesIsRefused) {

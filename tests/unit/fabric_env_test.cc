@@ -232,6 +232,44 @@ TEST(FabricEnv, SingleNodeHasNoFabricOnlyTheDebugLevel) {
   EXPECT_EQ(Single(Settings(p), FabricAction::kK8sResource), nullptr);  // no RDMA device on one node
 }
 
+// Item 9: GeForce boxes have no PCIe peer-to-peer on the stock driver: NCCL_P2P_DISABLE=1 (the user's
+// own value wins, for a P2P-enabled module), with its reason and source; data-centre cards keep P2P.
+TEST(FabricEnv, GeForceDisablesPeerToPeer) {
+  for (const char* id : {"autodl-rtx4090-1x", "autodl-rtx3090-1x", "autodl-rtx5090-1x", "runpod-rtx4090-secure-cloud"}) {
+    SCOPED_TRACE(id);
+    const std::string env = Env(OnInstance(id, 1));
+    EXPECT_TRUE(HasLine(env, "export NCCL_P2P_DISABLE=\"${NCCL_P2P_DISABLE:-1}\"  # GeForce cards have no PCIe peer-to-peer")) << env;
+    EXPECT_NE(env.find("nccl-tests issue #117"), std::string::npos);
+    int rc = 0;
+    EXPECT_EQ(RunBash(env, "unset NCCL_P2P_DISABLE; source \"$F\"; echo \"$NCCL_P2P_DISABLE\"", &rc), "1\n");
+    EXPECT_EQ(rc, 0);
+  }
+  EXPECT_FALSE(HasLine(Env(OnInstance("aws-p5.48xlarge", 1)), "export NCCL_P2P_DISABLE"));
+  EXPECT_FALSE(HasLine(Env(OnInstance("aws-g6e.48xlarge", 1)), "export NCCL_P2P_DISABLE"));  // L40S: not GeForce
+}
+
+// The header claims GPUDirect RDMA only for RDMA fabrics; the do-not-set note names NCCL's parameter.
+TEST(FabricEnv, TcpHeaderClaimsNoGpuDirectAndNotesUseNcclNames) {
+  const std::string tcp = Env(OwnMachines("tcp-100g", true));
+  EXPECT_EQ(tcp.find("GPUDirect RDMA assumed"), std::string::npos) << tcp;
+  EXPECT_NE(tcp.find("TCP sockets (no RDMA)"), std::string::npos) << tcp;
+  EXPECT_NE(Env(OwnMachines("ib-ndr", true)).find("GPUDirect RDMA assumed"), std::string::npos);
+  const std::string efa = Env(OnInstance("aws-p5.48xlarge", 2));
+  EXPECT_TRUE(HasLine(efa, "# NCCL_MIN_NCHANNELS: do not set")) << efa;
+  EXPECT_FALSE(HasLine(efa, "# NCCL_MIN_CHANNELS"));
+}
+
+// A name in the plan cannot end fabric.env's comments (issue 17 item 5).
+TEST(FabricEnv, NamesCannotBreakOutOfComments) {
+  LaunchPlan p = OwnMachines("ib-ndr", true);
+  p.network.id = "ib\ntouch PWNED";
+  p.network.name = "x\n$(touch PWNED)";
+  p.origin = "job.yaml\ntouch PWNED";
+  const std::string env = Env(p);
+  EXPECT_FALSE(HasLine(env, "touch PWNED")) << env;
+  EXPECT_FALSE(HasLine(env, "$(touch")) << env;
+}
+
 TEST(FabricEnv, AnUnknownLinkKindGetsTheFallbackNote) {
   LaunchPlan p = OwnMachines("ib-ndr", true);
   p.network.id = "slingshot-11";

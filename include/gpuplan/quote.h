@@ -8,8 +8,8 @@
 namespace gpuplan {
 
 // One bash word that reads back as `s`: bare when every character is plain ([A-Za-z0-9_./:=+,@%-]),
-// else single-quoted ('\'' for a quote), or ANSI-C quoted ($'...') when `s` holds a control character,
-// so that the word is printable ASCII on one line. "" is ''.
+// else single-quoted ('\'' for a quote), or ANSI-C quoted ($'...') when `s` holds a control character
+// or invalid UTF-8, so that the word is printable ASCII on one line. "" is ''.
 std::string ShellWord(const std::string& s);
 // The text between bash double quotes that reads back as `s`: \ " $ ` escaped. (A control character
 // stays as it is: use ShellWord where the value may hold one.)

@@ -251,7 +251,7 @@ Artifact TrainJob(const LaunchPlan& p, const std::vector<FabricSetting>& fabric,
     << YAML::Key << "kind" << YAML::Value << "ClusterTrainingRuntime" << YAML::Key << "name" << YAML::Value << "torch-distributed"
     << YAML::EndMap;
   y << YAML::Key << "trainer" << YAML::Value << YAML::BeginMap;
-  y << YAML::Key << "image" << YAML::Value << Image(p);
+  y << YAML::Key << "image" << YAML::Value << YAML::DoubleQuoted << Image(p);
   if (p.image.empty()) y << YAML::Comment(CommentLine("a container image with torch, the engine and " + p.script));
   EmitCommand(y, PodCommand("PET_MASTER_ADDR", "PET_MASTER_PORT", "PET_NODE_RANK"));
   y << YAML::Key << "numNodes" << YAML::Value << p.nodes;
@@ -291,7 +291,7 @@ void EmitReplica(YAML::Emitter& y, const std::string& role, int64_t replicas, co
   y << YAML::Key << "template" << YAML::Value << YAML::BeginMap << YAML::Key << "spec" << YAML::Value << YAML::BeginMap;
   y << YAML::Key << "containers" << YAML::Value << YAML::BeginSeq << YAML::BeginMap;
   y << YAML::Key << "name" << YAML::Value << "pytorch";
-  y << YAML::Key << "image" << YAML::Value << Image(p);
+  y << YAML::Key << "image" << YAML::Value << YAML::DoubleQuoted << Image(p);
   EmitCommand(y, PodCommand("MASTER_ADDR", "MASTER_PORT", "RANK"));
   y << YAML::Key << "resources" << YAML::Value << YAML::BeginMap;
   EmitLimits(y, p, d);

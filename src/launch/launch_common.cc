@@ -248,10 +248,8 @@ std::string QuotedString(const std::string& s, bool ascii_out) {
 
 std::string ShellWord(const std::string& s) {
   if (!s.empty() && std::all_of(s.begin(), s.end(), PlainChar)) return s;
-  const bool control = std::any_of(s.begin(), s.end(), [](char c) {
-    const auto u = static_cast<unsigned char>(c);
-    return u < 0x20 || u == 0x7F;
-  });
+  const std::vector<int64_t> cps = CodePoints(s);
+  const bool control = std::any_of(cps.begin(), cps.end(), [](int64_t cp) { return cp < 0x20 || cp == 0x7F; });
   std::string out;
   if (!control) {
     out = "'";
@@ -264,7 +262,7 @@ std::string ShellWord(const std::string& s) {
     if (c == '\\' || c == '\'') out += std::string("\\") + c;
     else if (c == '\n') out += "\\n";
     else if (c == '\t') out += "\\t";
-    else if (u < 0x20 || u == 0x7F) out += Hex("\\x%02X", u);
+    else if (u < 0x20 || u >= 0x7F) out += Hex("\\x%02X", u);  // bytes, so invalid UTF-8 reads back as it was
     else out += c;
   }
   return out + "'";

@@ -19,7 +19,7 @@ const std::vector<std::string>& Nasty() {
   static const std::vector<std::string> v = {
       "plain-name_1.0", "", "two words", "evil\ntouch PWNED", "it's", "say \"hi\"", "$(touch PWNED)", "`touch PWNED`",
       "a#b", "a;touch PWNED", "back\\slash", "tab\there", "cr\rlf", "bell\x07", "del\x7f", "}{${X}", "'\"'\"",
-      "\xc3\xa9t\xc3\xa9", "\xe2\x80\xa8sep", "-starts-with-dash", "*?[glob]", "~user", "a\n#b\n'c'\n$(d)\n`e`"};
+      "\xc3\xa9t\xc3\xa9", "\xe2\x80\xa8sep", "bad\xff" "byte", "-starts-with-dash", "*?[glob]", "~user", "a\n#b\n'c'\n$(d)\n`e`"};
   return v;
 }
 
@@ -75,8 +75,12 @@ TEST(Quote, CommentLineCannotEndTheComment) {
   EXPECT_EQ(CommentLine("bad\xff"), "bad\\xFF");
 }
 
+// Invalid UTF-8 cannot be a YAML/JSON/TOML string: those read back with U+FFFD (tested below).
+bool ValidUtf8Sample(const std::string& v) { return v.find('\xff') == std::string::npos; }
+
 TEST(Quote, YamlScalarReadsBack) {
   for (const auto& v : Nasty()) {
+    if (!ValidUtf8Sample(v)) continue;
     SCOPED_TRACE(v);
     const YAML::Node n = YAML::Load("key: " + YamlScalar(v) + "\n");
     EXPECT_EQ(n["key"].as<std::string>(), v);
@@ -85,6 +89,7 @@ TEST(Quote, YamlScalarReadsBack) {
 
 TEST(Quote, JsonStringReadsBack) {
   for (const auto& v : Nasty()) {
+    if (!ValidUtf8Sample(v)) continue;
     SCOPED_TRACE(v);
     EXPECT_EQ(nlohmann::json::parse(JsonString(v)).get<std::string>(), v);
   }

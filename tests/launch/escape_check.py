@@ -139,7 +139,8 @@ def check_export(d, fmt, label):
 
 def job_yaml(name):
     return ("model:\n  preset: llama-3-8b\n  name: " + json.dumps(name) + "\n"
-            "training:\n  seq_len: 2048\n  micro_batch: 1\n  global_batch: 64\n  tokens: 1e9\n"
+            "training:\n  seq_len: 2048\n  micro_batch: 1\n  global_batch: 64\n  tokens: 1e9\n  recompute: full\n"
+            "parallel:\n  zero: 3\n"
             "cluster:\n  gpu: h100\n  gpus_per_node: 8\n  num_gpus: 16\n  network: ib-ndr\n")
 
 
@@ -160,8 +161,6 @@ def main():
                         "--script-arg", nasty, "--script-arg", "--name=" + nasty]
                 if fmt == "kubernetes":
                     args += ["--image", "registry.example/" + nasty]
-                if fmt in ("megatron", "torchtitan"):
-                    args += ["--tp", "2"]
                 p = subprocess.run(args, cwd=tmp, capture_output=True, text=True, timeout=300)
                 label = f"job {i} ({nasty[:24]!r})"
                 if p.returncode == 1:  # refused at input, with its location: allowed, if nothing was written

@@ -23,7 +23,7 @@ const std::vector<std::string>& Nasty() {
   return v;
 }
 
-std::string Run(const std::string& cmd) {
+std::string RunShell(const std::string& cmd) {
   FILE* f = popen(cmd.c_str(), "r");
   if (f == nullptr) return "<popen failed>";
   std::string out;
@@ -41,7 +41,7 @@ TEST(Quote, ShellWordReadsBackInBash) {
     std::string script = "printf %s " + ShellWord(v);
     std::string outer = "'";
     for (char c : script) outer += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    EXPECT_EQ(Run("bash -c " + outer + "'"), v);
+    EXPECT_EQ(RunShell("bash -c " + outer + "'"), v);
   }
 }
 
@@ -59,7 +59,7 @@ TEST(Quote, DoubleQuotedReadsBackInBash) {
     std::string script = "printf %s \"" + ShellDoubleQuoted(v) + "\"";
     std::string outer = "'";
     for (char c : script) outer += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    EXPECT_EQ(Run("bash -c " + outer + "'"), v);
+    EXPECT_EQ(RunShell("bash -c " + outer + "'"), v);
   }
 }
 

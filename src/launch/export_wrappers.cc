@@ -382,8 +382,9 @@ Result<SkyResources> SkyResourcesOf(const LaunchPlan& p, const std::vector<Fabri
     const SkyRow* cloud = FindSky(*rows, "cloud", p.provider);
     if (cloud == nullptr)
       return Status::BadInput({"", 0, "--to"}, "SkyPilot has no cloud '" + p.provider + "' (data/skypilot.csv lists SkyPilot's clouds), so it cannot rent " +
-                                                   p.instance + ": export --to slurm or --to torchrun for these machines, or register them with "
-                                                   "SkyPilot as ssh or kubernetes infra and export the job for own machines (without --instance)");
+                                                   p.instance + ": export --to slurm or --to torchrun for these machines, pick a plan row on one of its clouds "
+                                                   "(--plan N), or register the machines with SkyPilot as ssh or kubernetes infra and export "
+                                                   "the job for own machines (without --instance)");
     r.infra = cloud->sky_name + (p.region.empty() || p.region == "unknown" ? "" : "/" + p.region);
     if (const SkyRow* inst = FindSky(*rows, "instance", p.instance)) {
       r.instance_type = inst->sky_name;

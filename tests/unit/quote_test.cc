@@ -11,6 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "gpuplan/launch.h"
+#include "../test_util.h"
+
 namespace gpuplan {
 namespace {
 
@@ -122,6 +125,32 @@ TEST(Quote, PlainValue) {
   EXPECT_FALSE(PlainValue("a b"));
   EXPECT_FALSE(PlainValue("a\nb"));
   EXPECT_FALSE(PlainValue("$(x)"));
+}
+
+// Through the engines: a checkpoint folder, model name and origin that are not plain words stay inside
+// their quoting (the Bridge override file, read by word splitting, says them in a comment instead).
+TEST(Quote, EnginesKeepUserTextQuoted) {
+  LaunchPlan p;
+  p.job = testing_util::MakeJob("model: {preset: llama-2-7b}\ncluster: {gpu: h100, gpus_per_node: 8, num_gpus: 8}\n");
+  p.job.arch.name = "evil\ntouch PWNED";
+  p.checkpoint_dir = "ck pts\n$(touch PWNED)";
+  p.origin = "job\ntouch PWNED.yaml";
+  p.step_time_s = 1;
+  static const Catalog catalog = *LoadCatalog();
+  for (ExportFormat f : {ExportFormat::kMegatron, ExportFormat::kTorchtitan, ExportFormat::kDeepspeed}) {
+    auto files = ExportEngine(f, p, catalog);
+    ASSERT_TRUE(files.ok()) << files.status().ToString();
+    for (const auto& a : *files) {
+      SCOPED_TRACE(a.name);
+      EXPECT_EQ(a.content.find("\ntouch PWNED"), std::string::npos) << a.content;
+      if (a.name == "bridge-overrides.txt") {
+        EXPECT_EQ(a.content.find("\ncheckpoint.save="), std::string::npos);
+        EXPECT_NE(a.content.find("# checkpoint.save=PATH"), std::string::npos);
+      }
+      if (a.name == "torchtitan.toml") EXPECT_NE(a.content.find("folder = \"ck pts\\n$(touch PWNED)\""), std::string::npos) << a.content;
+      if (a.name == "megatron-args.sh") EXPECT_NE(a.content.find("--save $'ck pts\\n$(touch PWNED)'"), std::string::npos) << a.content;
+    }
+  }
 }
 
 }  // namespace

@@ -175,7 +175,11 @@ def check_defects(binary, source, tmp):
         if not res:
             continue
         j = res["job"]
-        pp, vpp, layers = int(j["parallel.pp"]), int(j.get("parallel.vpp", "1")), int(j["model.layers"])
+        pp, vpp = int(j["parallel.pp"]), int(j.get("parallel.vpp", "1"))
+        text = open(os.path.join(tmp, f"tt175-{i}", "torchtitan.toml" if "torchtitan.toml" in files else "gpuplan_torchtitan.py")).read()
+        m = re.search(r"layers (\d+), hidden", text)  # gpt3-175b is no built-in flavor: the file states its shape
+        check(m is not None, "torchtitan: the 175B export does not state the model's layers")
+        layers = int(m.group(1)) if m else 1
         if "torchtitan.toml" in files:
             par = files["torchtitan.toml"]["parallelism"]
             sel = files["torchtitan.toml"].get("activation_checkpoint", {})

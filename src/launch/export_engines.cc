@@ -926,11 +926,19 @@ std::string TitanMainConverters(const Job& j) {
   return "Float8LinearConverter.Config(recipe_name=\"rowwise\", model_compile_enabled=" + PyBool(j.training.compile) + ")";
 }
 
+// A user's text inside a Python comment: a line break would end the comment, so control characters become spaces.
+std::string PyCommentSafe(const std::string& text) {
+  std::string out = text;
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+  return out;
+}
+
 std::string TitanMainModel(const Job& j, const TitanBase& b) {
   const Arch& a = j.arch;
   std::string s;
   if (b.flavor.empty())
-    s += "    # " + a.name + " is not a built-in flavor: register one in torchtitan/models/" + b.family + " with layers " + Str(a.layers) +
+    s += "    # " + PyCommentSafe(a.name) + " is not a built-in flavor: register one in torchtitan/models/" + b.family + " with layers " + Str(a.layers) +
          ", hidden " + Str(a.hidden) + ",\n    # heads " + Str(a.heads) + ", kv_heads " + Str(a.KvHeads()) + ", ffn " + Str(a.Ffn()) +
          ", vocab " + Str(a.vocab) + " and name it here (until then model_registry raises KeyError).\n";
   const std::string conv = TitanMainConverters(j);

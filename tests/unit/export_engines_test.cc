@@ -860,8 +860,8 @@ TEST(ExportTorchtitan, EveryInterleavedSplitPassesTorchtitansStageCheck) {
       for (int64_t vpp : {2, 3, 4, 5, 8}) {
         if (m.layers % (pp * vpp) != 0) continue;
         const std::string yaml = std::string("model: {preset: ") + m.preset +
-                                 "}\ntraining: {micro_batch: 1, global_batch: 64, seq_len: 4096}\ncluster: {num_gpus: " + std::to_string(pp) +
-                                 ", gpus_per_node: 8}\nparallel: {pp: " + std::to_string(pp) + ", vpp: " + std::to_string(vpp) + ", zero: 0}\n";
+                                 "}\ntraining: {micro_batch: 1, global_batch: 64, seq_len: 4096}\ncluster: {num_gpus: " + std::to_string(2 * pp) +
+                                 ", gpus_per_node: 8}\nparallel: {pp: " + std::to_string(pp) + ", vpp: " + std::to_string(vpp) + ", zero: 3}\n";
         const std::string what = std::string(m.preset) + " pp " + std::to_string(pp) + " vpp " + std::to_string(vpp);
         const LaunchPlan p = MakePlan(yaml);
         ASSERT_EQ(p.job.parallel.vpp, vpp) << what;

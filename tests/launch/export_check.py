@@ -83,7 +83,12 @@ def check_format(fmt, files, job, expected):
     num_gpus = int(job["cluster.num_gpus"])
     check(mb * accum * dp == gb, f"{fmt}: micro {mb} x accumulation {accum} x dp {dp} != global batch {gb}")
     check(nodes * gpn == num_gpus, f"{fmt}: nodes {nodes} x {gpn} != {num_gpus} GPUs")
-    if "launch.sh" in files:
+    if "launch.sh" in files and fmt == "accelerate":  # accelerate launch: its own names for the same numbers
+        sh = files["launch.sh"]
+        check(flag_value(sh, "--num_machines") == str(nodes), f"accelerate: launch.sh --num_machines != {nodes}")
+        check(flag_value(sh, "--num_processes") == str(num_gpus), f"accelerate: launch.sh --num_processes != {num_gpus}")
+        check("--rdzv_backend c10d" in sh, "accelerate: launch.sh has no c10d rendezvous")
+    elif "launch.sh" in files:
         sh = files["launch.sh"]
         check(flag_value(sh, "--nnodes") == str(nodes), f"{fmt}: launch.sh --nnodes != {nodes}")
         check(flag_value(sh, "--nproc-per-node") in (str(gpn), None) or flag_value(sh, "--nproc_per_node") == str(gpn),

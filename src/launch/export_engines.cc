@@ -941,6 +941,15 @@ std::string TitanMainModel(const Job& j, const TitanBase& b) {
     s += "    # " + PyCommentSafe(a.name) + " is not a built-in flavor: register one in torchtitan/models/" + b.family + " with layers " + Str(a.layers) +
          ", hidden " + Str(a.hidden) + ",\n    # heads " + Str(a.heads) + ", kv_heads " + Str(a.KvHeads()) + ", ffn " + Str(a.Ffn()) +
          ", vocab " + Str(a.vocab) + " and name it here (until then model_registry raises KeyError).\n";
+  // main's built-in llama3 flavors carry the same rope_theta, norm_eps and Llama 3.1 scaling as v0.2.2's
+  // (torchtitan/models/llama3/__init__.py): a model with other values needs its own flavor.
+  if (!b.flavor.empty() && b.family == "llama3") {
+    const bool llama31 = a.rope_scaling == RopeScaling::kLlama3 && a.rope_factor == 8 && MegatronLlama3Defaults(a);
+    if (a.rope_theta != 500000 || a.norm_eps != 1e-5 || !llama31)
+      s += "    # WARNING: the built-in " + b.flavor + " flavor has rope_theta 500000, norm_eps 1e-5 and Llama 3.1 rope scaling (factor 8);\n"
+           "    # this model has rope_theta " + Num(a.rope_theta) + ", norm_eps " + Num(a.norm_eps) + ", rope scaling " +
+           ToString(a.rope_scaling) + ":\n    # register a flavor with its values, or it trains a different model.\n";
+  }
   const std::string conv = TitanMainConverters(j);
   if (j.training.precision == Precision::kFp8 && j.training.fp8_recipe != Fp8Recipe::kMxfp8)
     s += "    # fp8 " + ToString(j.training.fp8_recipe) + ": torchtitan main's float8 converter has the rowwise recipes only.\n";

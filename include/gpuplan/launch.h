@@ -47,6 +47,9 @@ struct LaunchPlan {
   int64_t port = 29500;             // rendezvous / master port
   std::string job_name = "gpuplan";
   std::string image;                // container image (kubernetes); "" = a placeholder to fill in
+  // --engine-version: the engine release the files are written for; "" = the version each format pins
+  // (docs/export.md "Pinned versions"); torchtitan "0.2" = the v0.2.x TOML instead of main's Python config.
+  std::string engine_version;
   // The fabric table (--fabric-env FILE): a user's copy of data/fabric_env.csv that replaces it.
   std::string fabric_env_file;      // "" = the built-in data/fabric_env.csv
   std::string fabric_env_text;      // that file's text

@@ -30,6 +30,7 @@ const std::vector<FlagSpec>& ExportFlags() {
     f.push_back({"port", true, "rendezvous / master port (default 29500)"});
     f.push_back({"job-name", true, "job name in Slurm/Kubernetes/SkyPilot and the rendezvous id (default gpuplan)"});
     f.push_back({"image", true, "container image for kubernetes (default: a placeholder to fill in)"});
+    f.push_back({"engine-version", true, "engine release: torchtitan 0.2 = the v0.2.x TOML (default: the pinned current release)"});
     f.push_back({"fabric-env", true, "your copy of data/fabric_env.csv (same columns), used instead of it"});
     f.push_back({"threads", true, "search threads (default 2)"});
     return f;
@@ -117,6 +118,10 @@ Status ApplyLaunchFlags(const Args& args, LaunchPlan& lp) {
     lp.job_name = name;
   }
   if (args.Has("image")) lp.image = args.Get("image");
+  if (args.Has("engine-version")) {
+    lp.engine_version = args.Get("engine-version");
+    if (lp.engine_version.empty()) return Status::BadInput(Flag("engine-version"), "empty: give a version (torchtitan: 0.2)");
+  }
   if (args.Has("fabric-env")) {
     auto text = ReadInputFile(args.Get("fabric-env"));
     if (!text.ok()) return text.status();

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gpuplan/arch.h"
 #include "gpuplan/calibration.h"
 #include "gpuplan/engines.h"
 #include "gpuplan/launch.h"
@@ -23,6 +24,7 @@ namespace {
 
 std::string Str(int64_t v) { return std::to_string(v); }
 std::string Str(bool v) { return v ? "true" : "false"; }
+std::string PyBool(bool v) { return v ? "True" : "False"; }
 
 // A word bash reads back verbatim (gpuplan/quote.h ShellWord).
 std::string ShellQuote(const std::string& s) { return ShellWord(s); }
@@ -41,6 +43,17 @@ std::string ScriptWords(const std::string& script, const std::vector<std::string
 }
 
 int64_t World(const LaunchPlan& p) { return p.nodes * p.gpus_per_node; }
+
+// The upstream release each format is written for: its keys and flags were read at that commit
+// (docs/export.md "Pinned versions"). They describe this file's output, so they live with the code.
+constexpr const char* kPinDeepspeed = "DeepSpeed 0.19.6 (deepspeedai/DeepSpeed @ edaa722, 2026-08-22)";
+constexpr const char* kPinAccelerate = "accelerate 1.15 (huggingface/accelerate @ 16cb6eb, 1.15.0.dev0, 2026-07-24)";
+constexpr const char* kPinBridge = "Megatron-Bridge 0.7.0 (NVIDIA-NeMo/Megatron-Bridge @ 067f987, 2026-08-22)";
+constexpr const char* kPinTitanMain =
+    "torchtitan main (pytorch/torchtitan @ b5bcd76, 2026-08-21): a Python config, torchtitan.train --module/--config";
+constexpr const char* kPinTitan02 = "torchtitan v0.2.2 (pytorch/torchtitan @ 73a0e69, 2026-02-20): TOML, --job.config_file";
+
+std::string PinLine(const char* pin, const std::string& comment = "# ") { return comment + "written for " + std::string(pin) + "\n"; }
 bool TpAcrossNodes(const LaunchPlan& p) { return p.job.parallel.tp > p.gpus_per_node; }
 
 // ---- launch.sh: the per-node torchrun command every engine shares ----
@@ -127,6 +140,29 @@ std::vector<std::string> CheckpointNotes(const LaunchPlan& p) {
 
 // ---- deepspeed ----
 
+// With ZeRO-Offload DeepSpeed's engine refuses a client optimizer that is not DeepSpeedCPUAdam while
+// zero_force_ds_cpu_optimizer is true (its default; runtime/engine.py _configure_optimizer); bf16 master
+// weights with offload need a DeepSpeedCPUAdam built with fp32_optimizer_states=False, which DeepSpeed
+// builds itself from a config `optimizer` block (engine.py _configure_basic_optimizer; base_optimizer.py
+// _configure_master_weights).
+bool DeepspeedBf16Masters(const LaunchPlan& p) {
+  const Job& j = p.job;
+  return j.training.master_weights == MasterWeights::kNone && j.parallel.zero >= 1 &&
+         (j.training.precision == Precision::kBf16 || j.training.precision == Precision::kFp8);
+}
+
+std::vector<std::string> DeepspeedOptimizerNotes(const LaunchPlan& p) {
+  if (p.job.parallel.offload == Offload::kNone) return {};
+  if (DeepspeedBf16Masters(p))
+    return {"optimizer: DeepSpeed builds DeepSpeedCPUAdam (bf16 moments, fp32_optimizer_states false) from the optimizer block: "
+            "call deepspeed.initialize without optimizer= (a client optimizer must be "
+            "deepspeed.ops.adam.DeepSpeedCPUAdam(params, fp32_optimizer_states=False)); put your lr, betas and weight_decay "
+            "in optimizer.params (DeepSpeedCPUAdam's defaults otherwise: lr 1e-3, weight_decay 0)"};
+  return {"optimizer: ZeRO-Offload steps on the CPU; the plan assumes deepspeed.ops.adam.DeepSpeedCPUAdam: pass it as the "
+          "client optimizer (or no optimizer= and add an optimizer block); zero_force_ds_cpu_optimizer false lets a torch "
+          "optimizer start too, at a slower step"};
+}
+
 std::vector<std::string> DeepspeedNotes(const LaunchPlan& p) {
   const Job& j = p.job;
   std::vector<std::string> n;
@@ -137,6 +173,8 @@ std::vector<std::string> DeepspeedNotes(const LaunchPlan& p) {
   if (IsAdapterMethod(j.training.method)) n.push_back(ToString(j.training.method) + ": the adapters are the script's (PEFT)");
   if (j.training.master_weights == MasterWeights::kNone && j.parallel.zero == 0)
     n.push_back("master_weights none: ZeRO-0 keeps an fp32 master copy (bf16_master_weights_and_grads needs ZeRO 1-3)");
+  for (auto& x : DeepspeedOptimizerNotes(p)) n.push_back(std::move(x));
+  n.push_back(std::string("written for ") + kPinDeepspeed);
   return n;
 }
 
@@ -182,6 +220,13 @@ std::string DeepspeedConfig(const LaunchPlan& p) {
   }
   if (pr == Precision::kFp16) c["fp16"] = {{"enabled", true}, {"loss_scale", 0}};
   c["zero_optimization"] = DeepspeedZero(p);
+  if (q.offload != Offload::kNone) {
+    if (DeepspeedBf16Masters(p)) {
+      c["optimizer"] = {{"type", "AdamW"}, {"params", nlohmann::ordered_json::object()}};
+    } else {
+      c["zero_force_ds_cpu_optimizer"] = false;
+    }
+  }
   if (q.tp > 1) c["tensor_parallel"] = {{"autotp_size", q.tp}};
   return c.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
@@ -193,13 +238,30 @@ std::string Hostfile(const LaunchPlan& p) {
   return s;
 }
 
+// The deepspeed launcher's view of the nodes: the hostfile over ssh/pdsh with several nodes, the local
+// GPUs alone with one (no hostfile: the runner then uses localhost, launcher/runner.py main).
+std::string DeepspeedLauncherNodes(const LaunchPlan& p) {
+  if (p.nodes == 1) return "--num_gpus " + Str(p.gpus_per_node);
+  return "--hostfile \"$(dirname \"$0\")/hostfile\" --num_nodes " + Str(p.nodes) + " --num_gpus " + Str(p.gpus_per_node) +
+         " ${GPUPLAN_MASTER_ARGS[@]+\"${GPUPLAN_MASTER_ARGS[@]}\"}";
+}
+
 Artifact DeepspeedLauncher(const LaunchPlan& p, const std::string& script) {
-  std::string s = ScriptHead(p, "deepspeed launcher form: run it on the first node only; it reaches the others over ssh/pdsh "
-                                "through hostfile (put the nodes' real names there).");
+  const bool multi = p.nodes > 1;
+  std::string s = ScriptHead(p, multi ? "deepspeed launcher form: run it on the first node only; it reaches the others over ssh/pdsh "
+                                        "through hostfile (put the nodes' real names there)."
+                                      : "deepspeed launcher form: one node, its " + Str(p.gpus_per_node) + " local GPUs (no hostfile).");
+  s += PinLine(kPinDeepspeed);
+  if (multi) {
+    // DeepSpeed's runner takes the first hostfile host as the master and asks it for its address over ssh
+    // when --master_addr is empty (launcher/runner.py); a fixed default would send every node to itself.
+    s += "# The master is the hostfile's first host, found by the runner; GPUPLAN_HEAD (if set) overrides it.\n";
+    s += "GPUPLAN_MASTER_ARGS=()\n";
+    s += "if [[ -n \"${GPUPLAN_HEAD:-}\" ]]; then GPUPLAN_MASTER_ARGS=(--master_addr \"$GPUPLAN_HEAD\"); fi\n";
+  }
   s += EnvDefaults(p);
   s += "DEEPSPEED=\"${DEEPSPEED:-deepspeed}\"\n";
-  s += "$DEEPSPEED --hostfile \"$(dirname \"$0\")/hostfile\" --num_nodes " + Str(p.nodes) + " --num_gpus " + Str(p.gpus_per_node) +
-       " --master_addr \"$GPUPLAN_HEAD\" --master_port \"$GPUPLAN_PORT\" \\\n  " + ScriptWords(script, p.script_args) +
+  s += "$DEEPSPEED " + DeepspeedLauncherNodes(p) + " --master_port \"$GPUPLAN_PORT\" \\\n  " + ScriptWords(script, p.script_args) +
        " --deepspeed --deepspeed_config \"$(dirname \"$0\")/ds_config.json\"";
   for (const auto& a : HfSaveArgs(p)) s += " " + a;
   s += " \"$@\"\n";
@@ -210,8 +272,12 @@ std::vector<Artifact> ExportDeepspeed(const LaunchPlan& p) {
   LaunchSpec l{"deepspeed (torchrun form)", p.script, p.script_args,
                {"--deepspeed", "--deepspeed_config", "\"$(dirname \"$0\")/ds_config.json\""}, {}, CheckpointNotes(p)};
   for (const auto& a : HfSaveArgs(p)) l.extra.push_back(a);
-  return {{"ds_config.json", DeepspeedConfig(p), false}, {"hostfile", Hostfile(p), false}, LaunchSh(p, l),
-          DeepspeedLauncher(p, p.script)};
+  l.notes.push_back(std::string("written for ") + kPinDeepspeed);
+  std::vector<Artifact> out = {{"ds_config.json", DeepspeedConfig(p), false}};
+  if (p.nodes > 1) out.push_back({"hostfile", Hostfile(p), false});
+  out.push_back(LaunchSh(p, l));
+  out.push_back(DeepspeedLauncher(p, p.script));
+  return out;
 }
 
 // ---- accelerate ----
@@ -233,6 +299,24 @@ std::string AccelerateMixedPrecision(const Job& j) {
   }
 }
 
+// training.master_weights none has no key in accelerate's YAML: FSDP's mixed precision and the
+// DeepSpeed plugin's bf16 optimizer both keep an fp32 master copy of the weights (4 bytes a parameter,
+// sharded as the optimizer states are), which the plan did not count. Said, with its size.
+std::string AccelerateMasterWeightsNote(const LaunchPlan& p, const std::string& type) {
+  const Job& j = p.job;
+  if (j.training.master_weights != MasterWeights::kNone || j.training.precision == Precision::kFp32) return "";
+  const ParallelSpec& q = j.parallel;
+  const double params = static_cast<double>(CountParams(j.arch).total);
+  const int64_t shards = (q.zero >= 1 ? q.dp : 1) * q.tp * q.pp;
+  const double gib = 4.0 * params / static_cast<double>(std::max<int64_t>(1, shards)) / (1024.0 * 1024 * 1024);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1f", gib);
+  const bool cpu = q.offload != Offload::kNone && type == "DEEPSPEED";
+  return "# master_weights none is not expressible here: accelerate keeps fp32 master weights (4 bytes a parameter, ~" +
+         std::string(buf) + " GiB per " + (cpu ? "GPU's share, in host memory with the offloaded optimizer" : "GPU") +
+         ")\n# beyond the plan's memory; the DeepSpeed export sets bf16_master_weights_and_grads instead.\n";
+}
+
 std::string AccelerateTop(const LaunchPlan& p, const std::string& type) {
   const Job& j = p.job;
   std::string s = CommentHeader(p, "# ");
@@ -243,13 +327,15 @@ std::string AccelerateTop(const LaunchPlan& p, const std::string& type) {
     s += "# fp8 (" + ToString(j.training.fp8_recipe) + "): mixed_precision runs bf16; the fp8 matmuls are the model code's\n";
   if (j.training.recompute == Recompute::kSelective)
     s += "# recompute selective: the script's (this file has only full activation checkpointing)\n";
+  s += AccelerateMasterWeightsNote(p, type);
+  s += PinLine(kPinAccelerate);
   s += "compute_environment: LOCAL_MACHINE\n";
   s += "distributed_type: " + type + "\n";
   s += "mixed_precision: " + AccelerateMixedPrecision(j) + "\n";
   s += "num_machines: " + Str(p.nodes) + "\n";
   s += "num_processes: " + Str(World(p)) + "  # all processes, not per node\n";
-  s += "machine_rank: 0  # launch-accelerate.sh passes --machine_rank $GPUPLAN_NODE_RANK\n";
-  s += "main_process_ip: localhost  # launch-accelerate.sh passes --main_process_ip $GPUPLAN_HEAD\n";
+  s += "machine_rank: 0  # launch.sh passes --machine_rank $GPUPLAN_NODE_RANK\n";
+  s += "main_process_ip: localhost  # launch.sh passes --main_process_ip $GPUPLAN_HEAD\n";
   s += "main_process_port: " + Str(p.port) + "\n";
   s += "rdzv_backend: c10d\n";
   s += "same_network: false\n";
@@ -318,31 +404,31 @@ std::vector<std::string> BatchArgs(const LaunchPlan& p) {
   return {"--per_device_train_batch_size", Str(p.job.training.micro_batch), "--gradient_accumulation_steps", Str(p.grad_accum)};
 }
 
-Artifact AccelerateLauncher(const LaunchPlan& p) {
-  std::string s = ScriptHead(p, "accelerate launch form: run it once on each node with GPUPLAN_NODE_RANK set; accelerate applies "
-                                "accelerate.yaml to an unmodified Accelerator() script.");
+// launch.sh for accelerate: `accelerate launch --config_file accelerate.yaml`, the only way the YAML's
+// FSDP/DeepSpeed reaches an unmodified Accelerator() script (accelerate sets ACCELERATE_USE_FSDP /
+// ACCELERATE_USE_DEEPSPEED for it: utils/launch.py). The wrappers (slurm, kubernetes, skypilot) run this
+// file on every node with GPUPLAN_NODE_RANK/GPUPLAN_HEAD set; accelerate's torchrun gets the c10d
+// endpoint from them (same_network false) and PET_RDZV_CONF through --rdzv_conf (accelerate's own
+// --rdzv_conf default would replace it: commands/launch.py).
+Artifact AccelerateLaunchSh(const LaunchPlan& p) {
+  std::string s = ScriptHead(p, "accelerate: the per-node command; run it once on each of the " + Str(p.nodes) +
+                                    " node(s) with GPUPLAN_NODE_RANK set; accelerate launch applies accelerate.yaml.");
+  s += PinLine(kPinAccelerate);
+  for (const auto& n : CheckpointNotes(p)) s += "# " + n + "\n";
   s += EnvDefaults(p);
   s += "ACCELERATE=\"${ACCELERATE:-accelerate}\"\n";
   s += "$ACCELERATE launch --config_file \"$(dirname \"$0\")/accelerate.yaml\" --num_machines " + Str(p.nodes) + " --num_processes " +
-       Str(World(p)) + " --machine_rank \"$GPUPLAN_NODE_RANK\" --main_process_ip \"$GPUPLAN_HEAD\" --main_process_port \"$GPUPLAN_PORT\" \\\n  " +
-       ScriptWords(p.script, p.script_args);
+       Str(World(p)) + " --machine_rank \"$GPUPLAN_NODE_RANK\" --main_process_ip \"$GPUPLAN_HEAD\" --main_process_port \"$GPUPLAN_PORT\"" +
+       " --rdzv_backend c10d --rdzv_conf \"${PET_RDZV_CONF:-}\" \\\n  " + ScriptWords(p.script, p.script_args);
   for (const auto& a : BatchArgs(p)) s += " " + a;
   for (const auto& a : HfSaveArgs(p)) s += " " + a;
   s += " \"$@\"\n";
-  return {"launch-accelerate.sh", s, true};
+  return {"launch.sh", s, true};
 }
 
 std::vector<Artifact> ExportAccelerate(const LaunchPlan& p) {
   std::vector<Artifact> out = AccelerateConfigs(p);
-  LaunchSpec l{"accelerate (torchrun form)", p.script, p.script_args, BatchArgs(p), {}, {}};
-  l.extra.push_back("--accelerate_config");
-  l.extra.push_back("\"$(dirname \"$0\")/accelerate.yaml\"");
-  l.notes.push_back("torchrun form: the script reads accelerate.yaml itself (--accelerate_config); launch-accelerate.sh is the");
-  l.notes.push_back("`accelerate launch` form that applies it to an unmodified Accelerator() script.");
-  for (const auto& n : CheckpointNotes(p)) l.notes.push_back(n);
-  for (const auto& a : HfSaveArgs(p)) l.extra.push_back(a);
-  out.push_back(LaunchSh(p, l));
-  out.push_back(AccelerateLauncher(p));
+  out.push_back(AccelerateLaunchSh(p));
   return out;
 }
 
@@ -564,7 +650,7 @@ std::string MegatronArgsFile(const LaunchPlan& p) {
 std::string BridgePrecision(const TrainingSpec& t) {
   switch (t.precision) {
     case Precision::kFp32: return "null";
-    case Precision::kFp16: return "16-mixed";
+    case Precision::kFp16: return "fp16_mixed";  // Bridge training/mixed_precision.py registers fp16_mixed
     case Precision::kBf16: return "bf16_mixed";
     case Precision::kFp8: break;
   }
@@ -639,7 +725,7 @@ std::vector<std::string> BridgeCheckpointOverrides(const LaunchPlan& p) {
 }
 
 std::string BridgeFile(const LaunchPlan& p) {
-  std::string s = CommentHeader(p, "# ");
+  std::string s = CommentHeader(p, "# ") + PinLine(kPinBridge);
   s += "# Megatron-Bridge overrides (one per line) for scripts/training/run_recipe.py --recipe <a recipe of this model>:\n";
   s += "#   python scripts/training/run_recipe.py --recipe RECIPE $(grep -v '^#' bridge-overrides.txt)\n";
   if (p.job.training.precision == Precision::kFp32) s += "# fp32: mixed_precision=null turns the recipe's mixed precision off.\n";
@@ -741,6 +827,21 @@ std::string TitanTraining(const LaunchPlan& p) {
   return s;
 }
 
+const char* TitanSchedule(const ParallelSpec& q) { return q.vpp > 1 ? "Interleaved1F1B" : "1F1B"; }
+
+// The pipeline split torchtitan makes (distributed/pipeline_parallel.py, the same at v0.2.2 and main):
+// stages = ceil((layers + first_less + last_less) / layers_per_stage) must be a multiple of pp, and
+// first/last_stage_less_layers default to 1 (the embedding and the output counted as a layer each).
+// The plan splits as Megatron does, layers / (pp x vpp) blocks a stage with the embedding and the
+// output on top: that is first/last_stage_less_layers 0, and then stages = pp x vpp exactly.
+std::vector<std::pair<std::string, int64_t>> TitanStageSplit(const LaunchPlan& p) {
+  const ParallelSpec& q = p.job.parallel;
+  std::vector<std::pair<std::string, int64_t>> k = {{"pipeline_parallel_first_stage_less_layers", 0},
+                                                    {"pipeline_parallel_last_stage_less_layers", 0}};
+  if (q.vpp > 1) k.push_back({"pipeline_parallel_layers_per_stage", p.job.arch.layers / (q.pp * q.vpp)});
+  return k;
+}
+
 std::string TitanParallelism(const LaunchPlan& p) {
   const ParallelSpec& q = p.job.parallel;
   std::string s = "[parallelism]\n";
@@ -751,9 +852,9 @@ std::string TitanParallelism(const LaunchPlan& p) {
   s += "tensor_parallel_degree = " + Str(q.tp) + "\n";
   s += "pipeline_parallel_degree = " + Str(q.pp) + "\n";
   if (q.pp > 1) {
-    s += std::string("pipeline_parallel_schedule = \"") + (q.vpp > 1 ? "Interleaved1F1B" : "1F1B") + "\"\n";
+    s += std::string("pipeline_parallel_schedule = \"") + TitanSchedule(q) + "\"\n";
     s += "pipeline_parallel_microbatch_size = " + Str(p.job.training.micro_batch) + "\n";
-    if (q.vpp > 1) s += "pipeline_parallel_layers_per_stage = " + Str(p.job.arch.layers / (q.pp * q.vpp)) + "\n";
+    for (const auto& [key, value] : TitanStageSplit(p)) s += key + " = " + Str(value) + "\n";
   }
   s += "context_parallel_degree = " + Str(q.cp) + "\n";
   s += "expert_parallel_degree = " + Str(q.ep) + "\n";
@@ -773,13 +874,17 @@ std::string TitanCheckpoint(const LaunchPlan& p) {
 
 std::string TitanToml(const LaunchPlan& p) {
   const Job& j = p.job;
-  std::string s = CommentHeader(p, "# ");
-  s += "# torchtitan v0.2.x (the released TOML; main has moved to Python configs): torchrun ... -m torchtitan.train "
-       "--job.config_file torchtitan.toml\n";
+  std::string s = CommentHeader(p, "# ") + PinLine(kPinTitan02);
+  s += "# torchrun ... -m torchtitan.train --job.config_file torchtitan.toml (--engine-version 0.2). torchtitan main\n"
+       "# refuses this file (it takes only --module/--config Python configs): export without --engine-version for it.\n";
   s += "# the world size is not in this file: torchrun's " + Str(World(p)) + " processes = the product of the degrees below.\n\n";
   s += "[job]\ndump_folder = \"./outputs\"\ndescription = " + TomlString(p.job_name + ": " + LayoutString(j)) + "\n\n";
   s += TitanModel(j) + "\n" + TitanTraining(p) + "\n" + TitanParallelism(p) + "\n";
-  s += "[activation_checkpoint]\nmode = \"" + ToString(j.training.recompute) + "\"\n\n";
+  s += "[activation_checkpoint]\nmode = \"" + ToString(j.training.recompute) + "\"\n";
+  // "selective" alone is torchtitan's selective_ac_option "2": full checkpointing of every second block
+  // (v0.2.2 config/job_config.py ActivationCheckpoint); "op" is per-op selective recompute, the plan's.
+  if (j.training.recompute == Recompute::kSelective) s += "selective_ac_option = \"op\"\n";
+  s += "\n";
   s += "[compile]\nenable = " + Str(j.training.compile) + "\n";
   if (j.training.precision == Precision::kFp8 && j.training.fp8_recipe != Fp8Recipe::kMxfp8)
     s += "\n[quantize.linear.float8]\nrecipe_name = \"" + ToString(j.training.fp8_recipe) + "\"\n";
@@ -787,12 +892,165 @@ std::string TitanToml(const LaunchPlan& p) {
   return s;
 }
 
+// ---- torchtitan main: a Python config module (torchtitan/config/manager.py: --module names an importable
+// module, --config a function in it returning a Trainer.Config; torchtitan/trainer.py Trainer.Config) ----
+
+constexpr const char* kTitanModule = "gpuplan_torchtitan";
+constexpr const char* kTitanFunction = "gpuplan_config";
+
+// The model family's module and the upstream recipe function the config starts from (its dataset,
+// tokenizer path, optimizer and schedule stay the recipe's: torchtitan/models/*/config_registry.py).
+struct TitanBase {
+  std::string family, recipe, flavor;
+};
+TitanBase TitanBaseOf(const Arch& a) {
+  const std::string flavor = Llama3Flavor(a);
+  if (flavor == "8B") return {"llama3", "llama3_8b", flavor};
+  if (flavor == "70B") return {"llama3", "llama3_70b", flavor};
+  if (flavor == "405B") return {"llama3", "llama3_405b", flavor};
+  if (a.IsMla()) return {"deepseek_v3", "deepseek_v3_16b", ""};
+  if (a.name.rfind("qwen3", 0) == 0) return {"qwen3", "qwen3_14b", ""};
+  return {"llama3", "llama3_8b", ""};
+}
+
+// main's Float8LinearConverter has the rowwise recipes only (components/quantization/float8.py).
+std::string TitanMainConverters(const Job& j) {
+  if (j.training.precision != Precision::kFp8) return "";
+  if (j.training.fp8_recipe == Fp8Recipe::kMxfp8) return "MXFP8LinearConverter.Config(model_compile_enabled=" + PyBool(j.training.compile) + ")";
+  return "Float8LinearConverter.Config(recipe_name=\"rowwise\", model_compile_enabled=" + PyBool(j.training.compile) + ")";
+}
+
+// A user's text inside a Python comment: a line break would end the comment, so control characters become spaces.
+std::string PyCommentSafe(const std::string& text) {
+  std::string out = text;
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+  return out;
+}
+
+std::string TitanMainModel(const Job& j, const TitanBase& b) {
+  const Arch& a = j.arch;
+  std::string s;
+  if (b.flavor.empty())
+    s += "    # " + PyCommentSafe(a.name) + " is not a built-in flavor: register one in torchtitan/models/" + b.family + " with layers " + Str(a.layers) +
+         ", hidden " + Str(a.hidden) + ",\n    # heads " + Str(a.heads) + ", kv_heads " + Str(a.KvHeads()) + ", ffn " + Str(a.Ffn()) +
+         ", vocab " + Str(a.vocab) + " and name it here (until then model_registry raises KeyError).\n";
+  // main's built-in llama3 flavors carry the same rope_theta, norm_eps and Llama 3.1 scaling as v0.2.2's
+  // (torchtitan/models/llama3/__init__.py): a model with other values needs its own flavor.
+  if (!b.flavor.empty() && b.family == "llama3") {
+    const bool llama31 = a.rope_scaling == RopeScaling::kLlama3 && a.rope_factor == 8 && MegatronLlama3Defaults(a);
+    if (a.rope_theta != 500000 || a.norm_eps != 1e-5 || !llama31)
+      s += "    # WARNING: the built-in " + b.flavor + " flavor has rope_theta 500000, norm_eps 1e-5 and Llama 3.1 rope scaling (factor 8);\n"
+           "    # this model has rope_theta " + Num(a.rope_theta) + ", norm_eps " + Num(a.norm_eps) + ", rope scaling " +
+           ToString(a.rope_scaling) + ":\n    # register a flavor with its values, or it trains a different model.\n";
+  }
+  const std::string conv = TitanMainConverters(j);
+  if (j.training.precision == Precision::kFp8 && j.training.fp8_recipe != Fp8Recipe::kMxfp8)
+    s += "    # fp8 " + ToString(j.training.fp8_recipe) + ": torchtitan main's float8 converter has the rowwise recipes only.\n";
+  s += "    config.model_spec = model_registry(" + nlohmann::json(b.flavor.empty() ? "gpuplan-custom" : b.flavor).dump() +
+       (conv.empty() ? "" : ", converters=[" + conv + "]") + ")\n";
+  return s;
+}
+
+std::string TitanMainTraining(const LaunchPlan& p) {
+  const TrainingSpec& t = p.job.training;
+  std::string s = "    t = config.training\n";
+  s += "    t.num_tokens_per_microbatch_per_dp_rank = " + Str(t.micro_batch * t.seq_len) + "  # micro-batch " + Str(t.micro_batch) +
+       " x seq_len " + Str(t.seq_len) + "\n";
+  s += "    t.num_tokens_per_train_step = " + Str(t.global_batch * t.seq_len) + "  # global batch " + Str(t.global_batch) + " x seq_len\n";
+  s += "    t.max_context_length = " + Str(t.seq_len) + "\n";
+  s += "    t.max_norm = 1.0\n";
+  if (t.tokens > 0)
+    s += "    t.steps = " + Str(static_cast<int64_t>(std::ceil(t.tokens / (static_cast<double>(t.global_batch) * t.seq_len)))) +
+         "  # training.tokens / (global batch x seq_len)\n";
+  else
+    s += "    # t.steps: the recipe's (the job gives no training.tokens)\n";
+  s += std::string("    t.mixed_precision_param = \"") + (t.precision == Precision::kFp32 ? "float32" : "bfloat16") + "\"\n";
+  s += "    t.mixed_precision_reduce = \"float32\"\n";
+  return s;
+}
+
+std::string TitanMainParallelism(const LaunchPlan& p) {
+  const ParallelSpec& q = p.job.parallel;
+  std::string s = "    par = config.parallelism\n";
+  s += "    par.data_parallel_replicate_degree = " + Str(q.zero == 0 ? q.dp : int64_t{1}) + "\n";
+  s += "    par.data_parallel_shard_degree = " + Str(q.zero == 0 ? int64_t{1} : q.dp) + "\n";
+  if (q.zero == 2) s += "    par.fsdp_reshard_after_forward = \"never\"  # ZeRO-2: parameters stay gathered after forward\n";
+  if (q.zero == 3) s += "    par.fsdp_reshard_after_forward = \"always\"\n";
+  s += "    par.tensor_parallel_degree = " + Str(q.tp) + "\n";
+  if (q.tp > 1) s += "    par.enable_sequence_parallel = " + PyBool(q.sequence_parallel) + "\n";
+  s += "    par.pipeline_parallel_degree = " + Str(q.pp) + "\n";
+  if (q.pp > 1) {
+    s += std::string("    par.pipeline_parallel_schedule = \"") + TitanSchedule(q) + "\"\n";
+    s += "    par.num_pp_microbatches = " + Str(p.grad_accum) + "  # the accumulation runs as pipeline microbatches\n";
+    for (const auto& [key, value] : TitanStageSplit(p)) s += "    par." + key + " = " + Str(value) + "\n";
+  }
+  s += "    par.context_parallel_degree = " + Str(q.cp) + "\n";
+  s += "    par.expert_parallel_degree = " + Str(q.ep) + "\n";
+  return s;
+}
+
+std::string TitanMainRest(const LaunchPlan& p) {
+  const TrainingSpec& t = p.job.training;
+  std::string s;
+  // Trainer.Config.activation_checkpoint: SelectiveAC (per-op), FullAC, or None (distributed/activation_checkpoint.py).
+  switch (t.recompute) {
+    case Recompute::kSelective: s += "    config.activation_checkpoint = SelectiveAC.Config()  # per-op selective recompute\n"; break;
+    case Recompute::kFull: s += "    config.activation_checkpoint = FullAC.Config()\n"; break;
+    default: s += "    config.activation_checkpoint = None\n"; break;
+  }
+  s += "    config.compile.enable = " + PyBool(t.compile) + "\n";
+  s += "    # checkpoints: " + CheckpointPolicyText(p) + "\n";
+  s += "    ck = config.checkpoint\n";
+  s += "    ck.enable = True\n    ck.folder = " + nlohmann::json(p.checkpoint_dir).dump() + "\n";
+  s += "    ck.interval = " + Str(SaveSteps(p)) + "\n";
+  s += std::string("    ck.async_mode = \"") + (p.checkpoint_async ? "async" : "disabled") + "\"\n";
+  s += "    ck.keep_latest_k = " + Str(CheckpointsKept()) + "\n";
+  return s;
+}
+
+std::string TitanPython(const LaunchPlan& p) {
+  const Job& j = p.job;
+  const TitanBase b = TitanBaseOf(j.arch);
+  std::string s = CommentHeader(p, "# ") + PinLine(kPinTitanMain);
+  s += "# launch.sh: torchrun ... -m torchtitan.train --module " + std::string(kTitanModule) + " --config " + kTitanFunction +
+       " (this directory on PYTHONPATH).\n";
+  s += "# The world size is not in this file: torchrun's " + Str(World(p)) + " processes = the product of the degrees below.\n";
+  s += "# Data, tokenizer (hf_assets_path), optimizer and learning-rate schedule are the " + b.recipe + " recipe's: change them here.\n";
+  if (j.training.method != Method::kPretrain)
+    s += "# Fine-tune from Hugging Face weights: config.checkpoint.initial_load_path = FOLDER, initial_load_in_hf = True.\n";
+  s += "from torchtitan.distributed.activation_checkpoint import FullAC, SelectiveAC\n";
+  if (j.training.precision == Precision::kFp8) s += "from torchtitan.components.quantization import Float8LinearConverter, MXFP8LinearConverter\n";
+  s += "from torchtitan.models." + b.family + " import model_registry\n";
+  s += "from torchtitan.models." + b.family + ".config_registry import " + b.recipe + "\n";
+  s += "from torchtitan.trainer import Trainer\n\n\n";
+  s += "def " + std::string(kTitanFunction) + "() -> Trainer.Config:\n";
+  s += "    config = " + b.recipe + "()\n";
+  s += "    config.dump_folder = \"./outputs\"\n";
+  s += TitanMainModel(j, b) + TitanMainTraining(p) + TitanMainParallelism(p) + TitanMainRest(p);
+  s += "    return config\n";
+  return s;
+}
+
+// "" (the pinned main) or "0.2" / "0.2.x": which torchtitan the export is for.
+bool TitanV02(const LaunchPlan& p) { return p.engine_version.rfind("0.2", 0) == 0; }
+
 std::vector<Artifact> ExportTorchtitan(const LaunchPlan& p) {
   const bool default_script = p.script == "train.py";
-  LaunchSpec l{"torchtitan", default_script ? "-m" : p.script, p.script_args, {"--job.config_file", "\"$(dirname \"$0\")/torchtitan.toml\""},
-               {}, {}};
+  const bool v02 = TitanV02(p);
+  std::vector<std::string> extra;
+  if (v02) {
+    extra = {"--job.config_file", "\"$(dirname \"$0\")/torchtitan.toml\""};
+  } else {
+    extra = {"--module", kTitanModule, "--config", kTitanFunction};
+  }
+  LaunchSpec l{"torchtitan", default_script ? "-m" : p.script, p.script_args, extra, {}, {}};
   if (default_script) l.script_args.insert(l.script_args.begin(), "torchtitan.train");
-  return {{"torchtitan.toml", TitanToml(p), false}, LaunchSh(p, l)};
+  l.notes.push_back(std::string("written for ") + (v02 ? kPinTitan02 : kPinTitanMain));
+  if (v02) return {{"torchtitan.toml", TitanToml(p), false}, LaunchSh(p, l)};
+  l.pre.push_back("# " + std::string(kTitanModule) + ".py (--module) is imported from this directory.");
+  l.pre.push_back("export PYTHONPATH=\"$(cd \"$(dirname \"$0\")\" && pwd)${PYTHONPATH:+:$PYTHONPATH}\"");
+  return {{std::string(kTitanModule) + ".py", TitanPython(p), false}, LaunchSh(p, l)};
 }
 
 }  // namespace
@@ -815,8 +1073,24 @@ std::vector<std::pair<std::string, std::string>> PinsForFormat(ExportFormat engi
   return {{"training.framework", e->id}};
 }
 
+// --engine-version: torchtitan has two (main's Python config, the default, and "0.2" for the v0.2.x
+// TOML); every other format has the one it pins.
+Status CheckEngineVersion(ExportFormat engine, const std::string& version) {
+  if (version.empty()) return Status::Ok();
+  const Location where{"command line", 0, "--engine-version"};
+  if (engine == ExportFormat::kTorchtitan) {
+    if (version == "0.2" || version == "0.2.x" || (version.rfind("0.2.", 0) == 0 && version.size() > 4 &&
+                                                   version.find_first_not_of("0123456789", 4) == std::string::npos))
+      return Status::Ok();
+    return Status::BadInput(where, "'" + version + "': torchtitan exports main's Python config (the default) or, with 0.2, the v0.2.x TOML");
+  }
+  return Status::BadInput(where, "'" + version + "': " + ToString(engine) +
+                                     " has one pinned version (docs/export.md \"Pinned versions\"); only torchtitan takes --engine-version 0.2");
+}
+
 Result<std::vector<Artifact>> ExportEngine(ExportFormat engine, const LaunchPlan& plan, const Catalog& catalog) {
   if (!IsEngine(engine)) return Status::Internal("ExportEngine: " + ToString(engine) + " is not an engine");
+  GPUPLAN_RETURN_IF_ERROR(CheckEngineVersion(engine, plan.engine_version));
   if (std::string why = CannotExpress(engine, plan); !why.empty()) return Status::BadInput({"", 0, "--to"}, why);
   std::vector<Artifact> files;
   switch (engine) {

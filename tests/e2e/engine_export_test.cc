@@ -5,7 +5,10 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <regex>
+#include <sstream>
 #include <set>
 #include <string>
 
@@ -109,6 +112,56 @@ TEST(EngineExport, EngineFlagRestrictsAndConflictsWithAnotherFramework) {
   EXPECT_EQ(bad.exit_code, 1);
   Proc unknown = Exec("plan examples/13b-full-finetune-1node.yaml --engine colossal");
   EXPECT_EQ(unknown.exit_code, 1);
+}
+
+// Issue 17: the planner's own interleaved rows (the 175B example) export to torchtitan layouts that
+// pass torchtitan's stage-count check (distributed/pipeline_parallel.py): ceil((layers + first_less +
+// last_less) / layers_per_stage) stages, a multiple of pp; in main's Python config and the 0.2 TOML.
+int64_t Assigned(const std::string& text, const std::string& key, int64_t missing) {
+  std::smatch m;
+  if (std::regex_search(text, m, std::regex("(^|\\n)\\s*(par\\.)?" + key + " = (\\d+)"))) return std::stoll(m[3]);
+  return missing;
+}
+
+TEST(EngineExport, InterleavedTorchtitanExportsPassTheStageCheck) {
+  for (const std::string version : {"", " --engine-version 0.2"}) {
+    const std::string dir = ::testing::TempDir() + "/tt175" + (version.empty() ? "main" : "v02");
+    std::filesystem::remove_all(dir);
+    Proc r = Exec("export examples/175b-pretraining.yaml --to torchtitan --out " + dir + version + " --json");
+    ASSERT_EQ(r.exit_code, 0) << r.out.substr(0, 1000);
+    const auto j = nlohmann::json::parse(r.out, nullptr, false);
+    ASSERT_TRUE(j.is_object());
+    const auto& job = j["job"];
+    const int64_t pp = std::stoll(job["parallel.pp"].get<std::string>());
+    const int64_t vpp = job.contains("parallel.vpp") ? std::stoll(job["parallel.vpp"].get<std::string>()) : 1;
+    std::ifstream in(dir + (version.empty() ? "/gpuplan_torchtitan.py" : "/torchtitan.toml"));
+    ASSERT_TRUE(in.good()) << dir;
+    std::stringstream text;
+    text << in.rdbuf();
+    // gpt3-175b is no built-in flavor: the file states its shape ("layers 96, hidden ...").
+    std::smatch m;
+    const std::string body = text.str();
+    ASSERT_TRUE(std::regex_search(body, m, std::regex("layers (\\d+), hidden"))) << body;
+    const int64_t layers = std::stoll(m[1]);
+    if (pp <= 1) continue;
+    const int64_t first = Assigned(text.str(), "pipeline_parallel_first_stage_less_layers", 1);
+    const int64_t last = Assigned(text.str(), "pipeline_parallel_last_stage_less_layers", 1);
+    if (vpp > 1) {
+      const int64_t per = Assigned(text.str(), "pipeline_parallel_layers_per_stage", 0);
+      ASSERT_GT(per, 0) << text.str();
+      const int64_t stages = (layers + first + last + per - 1) / per;
+      EXPECT_EQ(stages % pp, 0) << layers << " layers, pp " << pp << ", " << per << " per stage, less " << first << "/" << last;
+      EXPECT_EQ(stages, pp * vpp);
+    }
+  }
+}
+
+TEST(EngineExport, EngineVersionIsTorchtitansOnly) {
+  EXPECT_EQ(Exec("export --model llama-3-8b --num-gpus 8 --zero 3 --to accelerate --engine-version 0.2").exit_code, 1);
+  EXPECT_EQ(Exec("export --model llama-3-8b --num-gpus 8 --zero 3 --to torchtitan --engine-version 9").exit_code, 1);
+  Proc ok = Exec("export --model llama-3-8b --num-gpus 8 --zero 3 --to torchtitan --engine-version 0.2");
+  EXPECT_EQ(ok.exit_code, 0);
+  EXPECT_NE(ok.out.find("written for torchtitan v0.2.2"), std::string::npos) << ok.out.substr(0, 2000);
 }
 
 }  // namespace

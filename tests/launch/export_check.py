@@ -3,7 +3,9 @@
 bash -n), with the plan's numbers in the keys that carry them; and the refusals (exit 1/2, nothing
 written). Run by tests/launch/export_parse_test.sh; fails (never skips) when a parser is missing."""
 import argparse
+import ast
 import json
+import math
 import os
 import re
 import shutil
@@ -42,6 +44,9 @@ def parse_file(path):
         return list(yaml.safe_load_all(text))
     if name.endswith(".toml"):
         return toml.loads(text)
+    if name.endswith(".py"):
+        ast.parse(text, filename=name)  # a SyntaxError fails the test
+        return text
     if name.endswith(".sh") or name.endswith(".sbatch") or name.endswith(".env"):
         r = subprocess.run(["bash", "-n", path], capture_output=True, text=True)
         check(r.returncode == 0, f"{name}: bash -n: {r.stderr.strip()}")
@@ -54,6 +59,23 @@ def flag_value(text, flag):
     return m.group(1) if m else None
 
 
+def py_value(text, target):
+    """The literal assigned to `target` (e.g. par.tensor_parallel_degree) in a Python config, via ast."""
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and ast.unparse(node.targets[0]) == target:
+            try:
+                return ast.literal_eval(node.value)
+            except ValueError:
+                return None
+    return None
+
+
+def titan_stages_ok(layers, pp, vpp, per_stage, first_less, last_less):
+    """torchtitan's check (distributed/pipeline_parallel.py): ceil((layers+first+last)/per_stage) % pp == 0."""
+    stages = math.ceil((layers + first_less + last_less) / per_stage)
+    return stages % pp == 0 and stages // pp == vpp and stages // pp >= 2
+
+
 def check_format(fmt, files, job, expected):
     tp, pp, dp = int(job["parallel.tp"]), int(job["parallel.pp"]), int(job.get("parallel.dp", "1"))
     gb, mb = int(job["training.global_batch"]), int(job["training.micro_batch"])
@@ -61,7 +83,12 @@ def check_format(fmt, files, job, expected):
     num_gpus = int(job["cluster.num_gpus"])
     check(mb * accum * dp == gb, f"{fmt}: micro {mb} x accumulation {accum} x dp {dp} != global batch {gb}")
     check(nodes * gpn == num_gpus, f"{fmt}: nodes {nodes} x {gpn} != {num_gpus} GPUs")
-    if "launch.sh" in files:
+    if "launch.sh" in files and fmt == "accelerate":  # accelerate launch: its own names for the same numbers
+        sh = files["launch.sh"]
+        check(flag_value(sh, "--num_machines") == str(nodes), f"accelerate: launch.sh --num_machines != {nodes}")
+        check(flag_value(sh, "--num_processes") == str(num_gpus), f"accelerate: launch.sh --num_processes != {num_gpus}")
+        check("--rdzv_backend c10d" in sh, "accelerate: launch.sh has no c10d rendezvous")
+    elif "launch.sh" in files:
         sh = files["launch.sh"]
         check(flag_value(sh, "--nnodes") == str(nodes), f"{fmt}: launch.sh --nnodes != {nodes}")
         check(flag_value(sh, "--nproc-per-node") in (str(gpn), None) or flag_value(sh, "--nproc_per_node") == str(gpn),
@@ -93,7 +120,7 @@ def check_format(fmt, files, job, expected):
             layers = int(flag_value(args, "--num-layers"))
             check(flag_value(args, "--num-layers-per-virtual-pipeline-stage") == str(layers // (pp * vpp)), "megatron: vpp")
         check(("--sequence-parallel" in args) == (job.get("parallel.sequence_parallel") == "true"), "megatron: sequence parallel")
-    if fmt == "torchtitan":
+    if fmt == "torchtitan" and "torchtitan.toml" in files:
         t = files["torchtitan.toml"]
         par = t["parallelism"]
         check(par.get("tensor_parallel_degree", 1) == tp, "torchtitan: tp")
@@ -105,6 +132,13 @@ def check_format(fmt, files, job, expected):
         check(t["training"]["local_batch_size"] == local, f"torchtitan: local batch {t['training']['local_batch_size']} != {local}")
         if pp > 1:
             check(par.get("pipeline_parallel_microbatch_size") == mb, "torchtitan: pipeline microbatch size")
+    if fmt == "torchtitan" and "gpuplan_torchtitan.py" in files:
+        py = files["gpuplan_torchtitan.py"]
+        check(py_value(py, "par.tensor_parallel_degree") == tp, "torchtitan main: tp")
+        check(py_value(py, "par.pipeline_parallel_degree") == pp, "torchtitan main: pp")
+        seq = py_value(py, "t.max_context_length")
+        check(py_value(py, "t.num_tokens_per_train_step") == gb * seq, "torchtitan main: tokens per step != global batch x seq")
+        check("--module gpuplan_torchtitan --config gpuplan_config" in files["launch.sh"], "torchtitan main: launch.sh --module/--config")
     if fmt == "slurm":
         sb = files["gpuplan.sbatch"]
         check(re.search(rf"^#SBATCH --nodes={nodes}\b", sb, re.M) is not None, "slurm: --nodes")
@@ -125,6 +159,77 @@ def check_format(fmt, files, job, expected):
         env = files["fabric.env"]
         tcp = expected["network"].startswith("tcp")
         check(("NCCL_IB_DISABLE=1" in env) == tcp, f"{fmt}: fabric.env NCCL_IB_DISABLE=1 iff the network is TCP")
+
+
+def export(binary, source, args, out):
+    rc, stdout, err = run(binary, ["export"] + args + ["--out", out, "--json"], source)
+    check(rc == 0, f"export {' '.join(args)}: exit {rc}: {err.strip()}")
+    if rc != 0:
+        return None, {}
+    res = json.loads(stdout)
+    files = {e["name"]: parse_file(os.path.join(out, e["name"])) for e in res["files"]}
+    return res, files
+
+
+def check_defects(binary, source, tmp):
+    """Issue 17: each launch-breaking defect of the exports audit, on real parsers."""
+    # torchtitan: every interleaved export passes torchtitan's stage-count check (175B example + pinned jobs).
+    for i, args in enumerate([["examples/175b-pretraining.yaml", "--to", "torchtitan", "--engine-version", "0.2"],
+                              ["examples/175b-pretraining.yaml", "--to", "torchtitan"]]):
+        res, files = export(binary, source, args, os.path.join(tmp, f"tt175-{i}"))
+        if not res:
+            continue
+        j = res["job"]
+        pp, vpp = int(j["parallel.pp"]), int(j.get("parallel.vpp", "1"))
+        text = open(os.path.join(tmp, f"tt175-{i}", "torchtitan.toml" if "torchtitan.toml" in files else "gpuplan_torchtitan.py")).read()
+        m = re.search(r"layers (\d+), hidden", text)  # gpt3-175b is no built-in flavor: the file states its shape
+        check(m is not None, "torchtitan: the 175B export does not state the model's layers")
+        layers = int(m.group(1)) if m else 1
+        if "torchtitan.toml" in files:
+            par = files["torchtitan.toml"]["parallelism"]
+            sel = files["torchtitan.toml"].get("activation_checkpoint", {})
+            per, first, last = par.get("pipeline_parallel_layers_per_stage"), par.get("pipeline_parallel_first_stage_less_layers", 1), \
+                par.get("pipeline_parallel_last_stage_less_layers", 1)
+            if sel.get("mode") == "selective":
+                check(sel.get("selective_ac_option") == "op", "torchtitan 0.2: selective without selective_ac_option = op")
+        else:
+            py = files["gpuplan_torchtitan.py"]
+            per, first, last = (py_value(py, "par.pipeline_parallel_layers_per_stage"),
+                                py_value(py, "par.pipeline_parallel_first_stage_less_layers"),
+                                py_value(py, "par.pipeline_parallel_last_stage_less_layers"))
+            first = 1 if first is None else first
+            last = 1 if last is None else last
+        if vpp > 1:
+            check(per is not None and titan_stages_ok(layers, pp, vpp, per, first, last),
+                  f"torchtitan {args}: {layers} layers, pp {pp}, vpp {vpp}, {per} per stage, less {first}/{last}: fails the stage check")
+    # Bridge: an fp16 export names fp16_mixed, never 16-mixed.
+    res, files = export(binary, source, ["--model", "llama-3-8b", "--num-gpus", "16", "--gpus-per-node", "8", "--zero", "1",
+                                         "--precision", "fp16", "--to", "megatron"], os.path.join(tmp, "bridge-fp16"))
+    if res:
+        bridge = files["bridge-overrides.txt"]
+        check("16-mixed" not in bridge and "mixed_precision=fp16_mixed" in bridge, "megatron: Bridge fp16 is not mixed_precision=fp16_mixed")
+    # DeepSpeed offload: the config lets a client optimizer start (the flag) or builds its own (optimizer block).
+    for name, extra in [("off", []), ("off-none", ["--master-weights", "none"])]:
+        res, files = export(binary, source, ["--model", "llama-3-8b", "--num-gpus", "16", "--gpus-per-node", "8", "--zero", "2",
+                                             "--offload", "optimizer"] + extra + ["--to", "deepspeed"], os.path.join(tmp, name))
+        if not res:
+            continue
+        ds = files["ds_config.json"]
+        check("optimizer" in ds or ds.get("zero_force_ds_cpu_optimizer") is False,
+              f"deepspeed {name}: offload without an optimizer block or zero_force_ds_cpu_optimizer false")
+        if extra:
+            check(ds.get("optimizer", {}).get("type") in ("Adam", "AdamW"), "deepspeed: master_weights none + offload needs the optimizer block")
+        check("DeepSpeedCPUAdam" in json.dumps(ds["_gpuplan"]["notes"]), f"deepspeed {name}: notes do not name the optimizer")
+        command = [l for l in files["launch-deepspeed.sh"].splitlines() if l.startswith("$DEEPSPEED ")]
+        check(len(command) == 1 and "--master_addr" not in command[0],
+              "deepspeed: launch-deepspeed.sh passes --master_addr unconditionally (DeepSpeed infers the first host)")
+    # Accelerate: launch.sh (what every wrapper runs) applies the YAML with accelerate launch.
+    res, files = export(binary, source, ["examples/70b-full-finetune.yaml", "--to", "accelerate"], os.path.join(tmp, "acc"))
+    if res:
+        sh = files["launch.sh"]
+        check(re.search(r"\blaunch --config_file \"\$\(dirname \"\$0\"\)/accelerate\.yaml\"", sh) is not None,
+              "accelerate: launch.sh does not run accelerate launch --config_file")
+        check("--accelerate_config" not in sh, "accelerate: launch.sh passes --accelerate_config")
 
 
 def main():
@@ -163,6 +268,7 @@ def main():
                     check(os.access(path, os.X_OK), f"{fmt}: {entry['name']} not executable")
             check(not [n for n in os.listdir(d) if n.startswith(".gpuplan-tmp")], f"{fmt}: temporary files left")
             check_format(fmt, files, job, res["expected"])
+        check_defects(a.binary, a.source, tmp)
         # Refusals: unknown format (1), a pinned job that does not fit (2), a layout the format cannot say (1);
         # an existing --out directory keeps exactly what it had.
         keep = os.path.join(tmp, "keep")

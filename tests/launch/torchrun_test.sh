@@ -4,6 +4,8 @@
 # "nodes" on localhost (c10d rendezvous, gloo on the CPU) with tests/launch/tiny_train.py, which
 # checks the world, the ranks and micro x accumulation x dp = global batch against the exported
 # config and runs one optimizer step. Every rank must print GPUPLAN_TINY_TRAIN_OK.
+# The accelerate launch.sh runs `accelerate launch`: tests/launch/accelerate_stub.py stands in for it
+# (accelerate's argument names, torchrun started as accelerate's launcher does).
 # Needs Debian's python3-torch and python3-yaml (/usr/bin/python3); fails, never skips, without them.
 # Usage: torchrun_test.sh GPUPLAN_BINARY SOURCE_DIR
 set -euo pipefail
@@ -60,7 +62,7 @@ run_nodes() {
     # parse their default "0" (IntFlag iteration skips NONE); 1 = stdout to a file, teed to the console
     # with a "[defaultN]:" prefix.
     GPUPLAN_HEAD=127.0.0.1 GPUPLAN_PORT="$port" GPUPLAN_JOB_ID="tiny-$tag" GPUPLAN_NODE_RANK="$rank" \
-      TORCHRUN="$PY -m torch.distributed.run" PET_REDIRECTS=1 PET_TEE=1 GLOO_SOCKET_IFNAME=lo OMP_NUM_THREADS=1 \
+      TORCHRUN="$PY -m torch.distributed.run" ACCELERATE="$PY $SRC/tests/launch/accelerate_stub.py" PET_REDIRECTS=1 PET_TEE=1 GLOO_SOCKET_IFNAME=lo OMP_NUM_THREADS=1 \
       TINY_EXPECT_NODES="$NODES" TINY_EXPECT_NPROC="$NPROC" TINY_EXPECT_GLOBAL_BATCH="$GLOBAL_BATCH" \
       setsid timeout 300 bash "$dir/launch.sh" >"$WORK/$tag-node$rank.log" 2>&1 &
     PIDS+=("$!")

@@ -232,6 +232,11 @@ TEST(ExportDeepspeed, LaunchShIsTheTorchrunCommandWithTheConfig) {
   EXPECT_NE(After(d, "--hostfile").find("/hostfile"), std::string::npos);
   EXPECT_EQ(After(d, "--num_nodes"), "2");
   EXPECT_EQ(After(d, "--num_gpus"), "8");
+  // DeepSpeed's runner finds the master (the hostfile's first host) when --master_addr is absent.
+  EXPECT_EQ(After(d, "--master_addr"), "");
+  EXPECT_EQ(After(d, "--master_port"), "29611");
+  const auto d2 = LaunchWords(Export(ExportFormat::kDeepspeed, p), "ds4", "launch-deepspeed.sh", "GPUPLAN_HEAD=10.0.0.9");
+  EXPECT_EQ(After(d2, "--master_addr"), "10.0.0.9");
 }
 
 // ---- accelerate ----
@@ -257,17 +262,20 @@ TEST(ExportAccelerate, ZeroThreeIsFsdp2FullShardWithAllProcesses) {
   const YAML::Node v1 = AccelYaml(f, "accelerate-fsdp1.yaml");
   EXPECT_EQ(v1["fsdp_config"]["fsdp_version"].as<int>(), 1);
   EXPECT_EQ(v1["fsdp_config"]["fsdp_sharding_strategy"].as<std::string>(), "FULL_SHARD");
-  EXPECT_TRUE(f.count("launch-accelerate.sh"));
-  const auto w = LaunchWords(f, "acc", "launch-accelerate.sh", "GPUPLAN_NODE_RANK=1 GPUPLAN_HEAD=h0");
+  EXPECT_FALSE(f.count("launch-accelerate.sh"));  // launch.sh is the accelerate launch form
+  const auto w = LaunchWords(f, "acc", "launch.sh", "GPUPLAN_NODE_RANK=1 GPUPLAN_HEAD=h0 PET_RDZV_CONF=is_host=0");
+  ASSERT_FALSE(w.empty());
+  EXPECT_EQ(w[0], "launch");
+  EXPECT_NE(After(w, "--config_file").find("/accelerate.yaml"), std::string::npos);
+  EXPECT_EQ(After(w, "--num_machines"), "2");
+  EXPECT_EQ(After(w, "--rdzv_conf"), "is_host=0");  // the wrappers' is_host survives accelerate's own --rdzv_conf
   EXPECT_EQ(After(w, "--machine_rank"), "1");
   EXPECT_EQ(After(w, "--main_process_ip"), "h0");
   EXPECT_EQ(After(w, "--num_processes"), "16");
   EXPECT_EQ(After(w, "--per_device_train_batch_size"), "1");
   EXPECT_EQ(After(w, "--gradient_accumulation_steps"), "8");
-  const auto t = LaunchWords(f, "acct");
-  EXPECT_EQ(After(t, "--nnodes"), "2");
-  EXPECT_EQ(After(t, "--gradient_accumulation_steps"), "8");
-  EXPECT_NE(After(t, "--accelerate_config").find("/accelerate.yaml"), std::string::npos);
+  EXPECT_EQ(After(w, "--accelerate_config"), "");  // no argument a script does not know
+  EXPECT_EQ(After(w, "--nnodes"), "");
 }
 
 TEST(ExportAccelerate, StageMapsToShardingOrDdpOrDeepspeed) {
@@ -470,6 +478,12 @@ TEST(ExportMegatron, RefusesWhatPretrainGptCannotRun) {
 
 // ---- torchtitan ----
 
+// The v0.2.x TOML (--engine-version 0.2); the default is torchtitan main's Python config.
+Files ExportTitan02(LaunchPlan p) {
+  p.engine_version = "0.2";
+  return Export(ExportFormat::kTorchtitan, p);
+}
+
 toml::table Titan(const Files& f) {
   EXPECT_TRUE(f.count("torchtitan.toml"));
   try {
@@ -492,7 +506,7 @@ parallel: {tp: 2, pp: 2, vpp: 2, zero: 3, sequence_parallel: true}
   const LaunchPlan p = MakePlan(job);
   ASSERT_EQ(p.job.parallel.dp, 4);
   ASSERT_EQ(p.grad_accum, 16);
-  Files f = Export(ExportFormat::kTorchtitan, p);
+  Files f = ExportTitan02(p);
   const toml::table t = Titan(f);
   EXPECT_EQ(S(t, "model.name"), "llama3");
   EXPECT_EQ(S(t, "model.flavor"), "8B");
@@ -512,6 +526,9 @@ parallel: {tp: 2, pp: 2, vpp: 2, zero: 3, sequence_parallel: true}
   EXPECT_EQ(I(t, "training.steps"), static_cast<int64_t>(std::ceil(1.0e9 / (64.0 * 8192))));
   EXPECT_EQ(S(t, "training.mixed_precision_param"), "bfloat16");
   EXPECT_EQ(S(t, "activation_checkpoint.mode"), "selective");
+  EXPECT_EQ(S(t, "activation_checkpoint.selective_ac_option"), "op");  // alone, "selective" is every 2nd block in full
+  EXPECT_EQ(I(t, "parallelism.pipeline_parallel_first_stage_less_layers"), 0);
+  EXPECT_EQ(I(t, "parallelism.pipeline_parallel_last_stage_less_layers"), 0);
   EXPECT_TRUE(t.at_path("compile.enable").value_or(false));
   const auto w = LaunchWords(f, "tt");
   EXPECT_EQ(After(w, "-m"), "torchtitan.train");
@@ -519,12 +536,12 @@ parallel: {tp: 2, pp: 2, vpp: 2, zero: 3, sequence_parallel: true}
 }
 
 TEST(ExportTorchtitan, StagesMapToReplicateOrShard) {
-  const toml::table z0 = Titan(Export(ExportFormat::kTorchtitan, MakePlan(With(k2x8, "zero: 0"))));
+  const toml::table z0 = Titan(ExportTitan02(MakePlan(With(k2x8, "zero: 0"))));
   EXPECT_EQ(I(z0, "parallelism.data_parallel_replicate_degree"), 16);
   EXPECT_EQ(I(z0, "parallelism.data_parallel_shard_degree"), 1);
   EXPECT_EQ(I(z0, "training.local_batch_size"), 1);
   EXPECT_EQ(I(z0, "training.steps"), 10000);
-  const toml::table z2 = Titan(Export(ExportFormat::kTorchtitan, MakePlan(With(k2x8, "zero: 2"))));
+  const toml::table z2 = Titan(ExportTitan02(MakePlan(With(k2x8, "zero: 2"))));
   EXPECT_EQ(I(z2, "parallelism.data_parallel_shard_degree"), 16);
   EXPECT_EQ(S(z2, "parallelism.fsdp_reshard_after_forward"), "never");
   const std::string z1 = CannotExpress(ExportFormat::kTorchtitan, MakePlan(With(k2x8, "zero: 1")));
@@ -536,17 +553,17 @@ TEST(ExportTorchtitan, StagesMapToReplicateOrShard) {
 }
 
 TEST(ExportTorchtitan, ANonLlamaShapeSaysItsFlavorMustBeRegistered) {
-  const toml::table t = Titan(Export(ExportFormat::kTorchtitan, MakePlan(R"(model: {preset: mistral-7b}
+  const toml::table t = Titan(ExportTitan02(MakePlan(R"(model: {preset: mistral-7b}
 training: {micro_batch: 1, global_batch: 8}
 cluster: {num_gpus: 8, gpus_per_node: 8}
 parallel: {zero: 3}
 )")));
   EXPECT_EQ(S(t, "model.flavor"), "gpuplan-custom");
   const std::string text =
-      Export(ExportFormat::kTorchtitan, MakePlan("model: {preset: mistral-7b}\ncluster: {num_gpus: 8}\nparallel: {zero: 3}\n"))["torchtitan.toml"]
+      ExportTitan02(MakePlan("model: {preset: mistral-7b}\ncluster: {num_gpus: 8}\nparallel: {zero: 3}\n"))["torchtitan.toml"]
           .content;
   EXPECT_NE(text.find("register it"), std::string::npos);
-  const toml::table q = Titan(Export(ExportFormat::kTorchtitan, MakePlan("model: {preset: qwen3-8b}\ncluster: {num_gpus: 8}\nparallel: {zero: 3}\n")));
+  const toml::table q = Titan(ExportTitan02(MakePlan("model: {preset: qwen3-8b}\ncluster: {num_gpus: 8}\nparallel: {zero: 3}\n")));
   EXPECT_EQ(S(q, "model.name"), "qwen3");
   EXPECT_EQ(S(q, "model.flavor"), "gpuplan-custom");
   EXPECT_NE(text.find("layers 32, hidden 4096"), std::string::npos);
@@ -577,7 +594,7 @@ TEST(ExportCheckpoints, EveryEngineCarriesTheIntervalDirectoryAndAsync) {
                           "cluster: {num_gpus: 8, gpus_per_node: 8}\nparallel: {zero: 3}\n");
   t.checkpoint_interval_s = 600;
   t.checkpoint_async = true;
-  const toml::table tt = Titan(Export(ExportFormat::kTorchtitan, t));
+  const toml::table tt = Titan(ExportTitan02(t));
   EXPECT_EQ(tt.at_path("checkpoint.enable").value_or(false), true);
   EXPECT_EQ(I(tt, "checkpoint.interval"), 400);
   EXPECT_EQ(S(tt, "checkpoint.async_mode"), "async");
@@ -740,15 +757,180 @@ training: {micro_batch: 1, global_batch: 64, seq_len: 8192}
 cluster: {num_gpus: 8, gpus_per_node: 8}
 parallel: {zero: 3}
 )";
-  const std::string t3 = Export(ExportFormat::kTorchtitan, MakePlan(l3))["torchtitan.toml"].content;
+  const std::string t3 = ExportTitan02(MakePlan(l3))["torchtitan.toml"].content;
   EXPECT_NE(t3.find("rope_theta 500000, norm_eps 1e-05, rope scaling none"), std::string::npos) << t3;
   EXPECT_NE(t3.find("WARNING: the built-in 8B flavor"), std::string::npos) << t3;  // its flavor scales, Llama 3.0 does not
   EXPECT_NE(t3.find("--checkpoint.initial_load_in_hf"), std::string::npos);
   std::string l31 = l3;
   l31.replace(l31.find("llama-3-8b"), 10, "llama-3.1-8b");
-  const std::string t31 = Export(ExportFormat::kTorchtitan, MakePlan(l31))["torchtitan.toml"].content;
+  const std::string t31 = ExportTitan02(MakePlan(l31))["torchtitan.toml"].content;
   EXPECT_EQ(t31.find("WARNING"), std::string::npos) << t31;
   EXPECT_NE(t31.find("rope scaling llama3 (factor 8, low 1, high 4, original 8192)"), std::string::npos) << t31;
+}
+
+
+// ---- issue 17: exports that start on the pinned upstream versions ----
+
+// ZeRO-Offload with a client optimizer fails in deepspeed.initialize unless the config lets it
+// (zero_force_ds_cpu_optimizer false); bf16 master weights + offload need DeepSpeed's own CPUAdam,
+// which only a config optimizer block builds.
+TEST(ExportDeepspeed, OffloadCarriesTheForceFlagOrAnOptimizerBlockAndNamesTheOptimizer) {
+  for (const char* parallel : {"zero: 2, offload: optimizer", "zero: 3, offload: optimizer+params"}) {
+    const auto c = nlohmann::json::parse(Export(ExportFormat::kDeepspeed, MakePlan(With(k2x8, parallel)))["ds_config.json"].content);
+    EXPECT_TRUE(c.contains("zero_force_ds_cpu_optimizer")) << parallel;
+    EXPECT_FALSE(c.value("zero_force_ds_cpu_optimizer", true)) << parallel;
+    EXPECT_NE(c["_gpuplan"]["notes"].dump().find("DeepSpeedCPUAdam"), std::string::npos) << parallel;
+  }
+  const auto none = nlohmann::json::parse(
+      Export(ExportFormat::kDeepspeed, MakePlan(J2x8("zero: 2, offload: optimizer", "master_weights: none")))["ds_config.json"].content);
+  EXPECT_TRUE(none["bf16"]["bf16_master_weights_and_grads"].get<bool>());
+  ASSERT_TRUE(none.contains("optimizer"));
+  EXPECT_EQ(none["optimizer"]["type"], "AdamW");
+  EXPECT_TRUE(none["optimizer"]["params"].is_object());
+  EXPECT_NE(none["_gpuplan"]["notes"].dump().find("fp32_optimizer_states"), std::string::npos);
+  const auto plain = nlohmann::json::parse(Export(ExportFormat::kDeepspeed, MakePlan(With(k2x8, "zero: 2")))["ds_config.json"].content);
+  EXPECT_FALSE(plain.contains("optimizer"));
+  EXPECT_FALSE(plain.contains("zero_force_ds_cpu_optimizer"));
+}
+
+// One node: no placeholder hostfile (the runner would ssh to it), the local GPUs, no --master_addr.
+TEST(ExportDeepspeed, OneNodeLauncherNeedsNoHostfile) {
+  Files f = Export(ExportFormat::kDeepspeed, MakePlan("model: {preset: llama-3-8b}\ncluster: {num_gpus: 8, gpus_per_node: 8}\nparallel: {zero: 3}\n"));
+  EXPECT_FALSE(f.count("hostfile"));
+  const auto d = LaunchWords(f, "ds1", "launch-deepspeed.sh");
+  EXPECT_EQ(After(d, "--hostfile"), "");
+  EXPECT_EQ(After(d, "--num_nodes"), "");
+  EXPECT_EQ(After(d, "--num_gpus"), "8");
+  EXPECT_EQ(After(d, "--master_addr"), "");
+  EXPECT_NE(f["launch-deepspeed.sh"].content.find("written for DeepSpeed"), std::string::npos);
+}
+
+// Every accelerate kind: launch.sh (what the wrappers run) applies the YAML through accelerate launch.
+TEST(ExportAccelerate, LaunchShRunsAccelerateLaunchForEveryKind) {
+  for (const char* parallel : {"zero: 0", "zero: 1", "zero: 2", "zero: 3", "zero: 3, offload: optimizer"}) {
+    Files f = Export(ExportFormat::kAccelerate, MakePlan(With(k2x8, parallel)));
+    const auto w = LaunchWords(f, "accall", "launch.sh", "GPUPLAN_NODE_RANK=1 GPUPLAN_HEAD=h0");
+    ASSERT_FALSE(w.empty()) << parallel;
+    EXPECT_EQ(w[0], "launch") << parallel;
+    EXPECT_NE(After(w, "--config_file").find("/accelerate.yaml"), std::string::npos) << parallel;
+    EXPECT_EQ(After(w, "--machine_rank"), "1") << parallel;
+    EXPECT_EQ(After(w, "--main_process_ip"), "h0") << parallel;
+    EXPECT_EQ(After(w, "--main_process_port"), "29500") << parallel;
+    EXPECT_EQ(After(w, "--accelerate_config"), "") << parallel;
+  }
+}
+
+TEST(ExportAccelerate, MasterWeightsNoneIsSaidWithItsCost) {
+  const std::string y = Export(ExportFormat::kAccelerate, MakePlan(J2x8("zero: 3", "master_weights: none")))["accelerate.yaml"].content;
+  EXPECT_NE(y.find("master_weights none"), std::string::npos) << y;
+  EXPECT_NE(y.find("GiB per GPU"), std::string::npos) << y;
+  EXPECT_EQ(Export(ExportFormat::kAccelerate, MakePlan(With(k2x8, "zero: 3")))["accelerate.yaml"].content.find("master_weights"),
+            std::string::npos);
+}
+
+TEST(ExportMegatron, BridgeFp16IsTheFp16MixedRecipe) {
+  const std::string b = Export(ExportFormat::kMegatron, MakePlan(J2x8("zero: 1", "precision: fp16")))["bridge-overrides.txt"].content;
+  EXPECT_NE(b.find("\nmixed_precision=fp16_mixed\n"), std::string::npos) << b;
+  EXPECT_EQ(b.find("16-mixed"), std::string::npos) << b;
+  EXPECT_NE(b.find("written for Megatron-Bridge"), std::string::npos);
+}
+
+// torchtitan's split (distributed/pipeline_parallel.py, v0.2.2 and main): stages = ceil((layers +
+// first_less + last_less) / layers_per_stage), a multiple of pp, >= 2 a rank for interleaved schedules,
+// and every stage at least one layer after the embedding/output weights.
+void ExpectTitanStagesStart(int64_t layers, int64_t pp, int64_t vpp, int64_t per_stage, int64_t first_less, int64_t last_less,
+                            const std::string& what) {
+  ASSERT_GT(per_stage, 0) << what;
+  const int64_t stages = (layers + first_less + last_less + per_stage - 1) / per_stage;
+  EXPECT_EQ(stages % pp, 0) << what << ": " << stages << " stages over pp " << pp;
+  EXPECT_GE(stages / pp, 2) << what;
+  EXPECT_EQ(stages / pp, vpp) << what << ": the plan's virtual stages";
+  const int64_t effective = layers + first_less + last_less;
+  EXPECT_GE(effective / stages, std::max<int64_t>({1, first_less, last_less})) << what;
+}
+
+TEST(ExportTorchtitan, EveryInterleavedSplitPassesTorchtitansStageCheck) {
+  struct M {
+    const char* preset;
+    int64_t layers;
+  };
+  int checked = 0;
+  for (const M m : {M{"llama-3-8b", 32}, M{"llama-3-70b", 80}}) {
+    for (int64_t pp : {2, 4, 5, 8}) {
+      for (int64_t vpp : {2, 3, 4, 5, 8}) {
+        if (m.layers % (pp * vpp) != 0) continue;
+        const std::string yaml = std::string("model: {preset: ") + m.preset +
+                                 "}\ntraining: {micro_batch: 1, global_batch: 64, seq_len: 4096}\ncluster: {num_gpus: " + std::to_string(2 * pp) +
+                                 ", gpus_per_node: 8}\nparallel: {pp: " + std::to_string(pp) + ", vpp: " + std::to_string(vpp) + ", zero: 3}\n";
+        const std::string what = std::string(m.preset) + " pp " + std::to_string(pp) + " vpp " + std::to_string(vpp);
+        const LaunchPlan p = MakePlan(yaml);
+        ASSERT_EQ(p.job.parallel.vpp, vpp) << what;
+        const toml::table t = Titan(ExportTitan02(p));
+        EXPECT_EQ(S(t, "parallelism.pipeline_parallel_schedule"), "Interleaved1F1B") << what;
+        ExpectTitanStagesStart(m.layers, pp, vpp, I(t, "parallelism.pipeline_parallel_layers_per_stage"),
+                               t.at_path("parallelism.pipeline_parallel_first_stage_less_layers").value_or<int64_t>(1),
+                               t.at_path("parallelism.pipeline_parallel_last_stage_less_layers").value_or<int64_t>(1), what + " (0.2 TOML)");
+        // main's Python config carries the same three numbers.
+        const std::string py = Export(ExportFormat::kTorchtitan, p)["gpuplan_torchtitan.py"].content;
+        auto num = [&](const std::string& key) -> int64_t {
+          const size_t at = py.find("par." + key + " = ");
+          return at == std::string::npos ? 1 : std::stoll(py.substr(at + key.size() + 7));
+        };
+        ExpectTitanStagesStart(m.layers, pp, vpp, num("pipeline_parallel_layers_per_stage"), num("pipeline_parallel_first_stage_less_layers"),
+                               num("pipeline_parallel_last_stage_less_layers"), what + " (main)");
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GE(checked, 8);
+}
+
+// The default is torchtitan main's form: a Python module named by --module/--config, valid Python.
+TEST(ExportTorchtitan, DefaultIsMainsPythonConfigAndVersionZeroTwoIsTheToml) {
+  const char* job = R"(model: {preset: llama-3-8b}
+training: {micro_batch: 1, global_batch: 64, seq_len: 8192, recompute: selective, tokens: 1.0e9}
+cluster: {num_gpus: 16, gpus_per_node: 8}
+parallel: {tp: 2, pp: 2, vpp: 2, zero: 3, sequence_parallel: true}
+)";
+  const LaunchPlan p = MakePlan(job);
+  Files f = Export(ExportFormat::kTorchtitan, p);
+  ASSERT_TRUE(f.count("gpuplan_torchtitan.py"));
+  EXPECT_FALSE(f.count("torchtitan.toml"));
+  const std::string py = f["gpuplan_torchtitan.py"].content;
+  EXPECT_NE(py.find("written for torchtitan main (pytorch/torchtitan @ b5bcd76"), std::string::npos);
+  EXPECT_NE(py.find("def gpuplan_config() -> Trainer.Config:"), std::string::npos);
+  EXPECT_NE(py.find("config = llama3_8b()"), std::string::npos);
+  EXPECT_NE(py.find("t.num_tokens_per_microbatch_per_dp_rank = 8192"), std::string::npos);
+  EXPECT_NE(py.find("t.num_tokens_per_train_step = " + std::to_string(64 * 8192)), std::string::npos);
+  EXPECT_NE(py.find("par.num_pp_microbatches = 16"), std::string::npos);
+  EXPECT_NE(py.find("config.activation_checkpoint = SelectiveAC.Config()"), std::string::npos);
+  const std::string dir = WriteAll(f, "ttpy");
+  int rc = 0;
+  const std::string out = Bash("python3 -c \"import ast,sys; ast.parse(open(sys.argv[1]).read())\" " + dir + "/gpuplan_torchtitan.py", &rc);
+  EXPECT_EQ(rc, 0) << out << py;
+  std::filesystem::remove_all(dir);
+  const auto w = LaunchWords(f, "ttmain");
+  EXPECT_EQ(After(w, "-m"), "torchtitan.train");
+  EXPECT_EQ(After(w, "--module"), "gpuplan_torchtitan");
+  EXPECT_EQ(After(w, "--config"), "gpuplan_config");
+  EXPECT_EQ(After(w, "--job.config_file"), "");
+  Files v02 = ExportTitan02(p);
+  EXPECT_TRUE(v02.count("torchtitan.toml"));
+  EXPECT_NE(v02["torchtitan.toml"].content.find("written for torchtitan v0.2.2"), std::string::npos);
+}
+
+TEST(ExportEngineVersion, OnlyTorchtitanTakesOne) {
+  LaunchPlan p = MakePlan(With(k2x8, "zero: 3"));
+  p.engine_version = "0.2.2";
+  EXPECT_TRUE(ExportEngine(ExportFormat::kTorchtitan, p, Cat()).ok());
+  p.engine_version = "0.3";
+  auto bad = ExportEngine(ExportFormat::kTorchtitan, p, Cat());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kBadInput);
+  p.engine_version = "0.2";
+  auto acc = ExportEngine(ExportFormat::kAccelerate, p, Cat());
+  ASSERT_FALSE(acc.ok());
+  EXPECT_NE(acc.status().ToString().find("--engine-version"), std::string::npos) << acc.status().ToString();
 }
 
 }  // namespace

@@ -304,6 +304,18 @@ Result<std::pair<int64_t, std::string>> DataParallel(const Job& job) {
   return std::make_pair(dp, dp_how);
 }
 
+// What a batch value still needs: only the inputs no file or flag gave ("the micro-batch and the
+// number of GPUs").
+std::string Missing(bool need_global, bool need_micro, bool need_gpus) {
+  std::vector<std::string> parts;
+  if (need_global) parts.push_back("the global batch (--global-batch)");
+  if (need_micro) parts.push_back("the micro-batch (--micro-batch)");
+  if (need_gpus) parts.push_back("the number of GPUs (a launch line or --num-gpus)");
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) out += (i == 0 ? "" : i + 1 == parts.size() ? " and " : ", ") + parts[i];
+  return out;
+}
+
 Status Importer::ResolveBatch(Job& job) {
   auto layout = DataParallel(job);
   if (!layout.ok()) return layout.status();
@@ -342,7 +354,7 @@ Status Importer::ResolveBatch(Job& job) {
       g = *v, gloc = G->where;
       Note(G->where, "auto: accumulation " + Str(*g) + " = global batch " + Str(*b) + " / (micro-batch " + Str(*m) + " x " + dp_how + ")");
     } else {
-      Unresolved(G->where, "auto: needs the global batch (--global-batch), the micro-batch and the number of GPUs; the job keeps accumulation 1 (global batch = micro-batch x dp)");
+      Unresolved(G->where, "auto: needs " + Missing(!b, !m, dp <= 0) + "; the job keeps accumulation 1 (global batch = micro-batch x dp)");
     }
   }
   if (B && B->strength == Strength::kAuto && !b) {
@@ -350,8 +362,10 @@ Status Importer::ResolveBatch(Job& job) {
       b = *m * g.value_or(1) * dp, bloc = B->where;
       Note(B->where, "auto: global batch " + Str(*b) + " = micro-batch " + Str(*m) + " x accumulation " + Str(g.value_or(1)) + " x " + dp_how);
     } else {
-      Unresolved(B->where, std::string("auto: needs the micro-batch") + (m ? "" : " (unknown)") + " and the number of GPUs" +
-                               (dp > 0 ? "" : " (unknown: a launch line or --num-gpus gives it)") + "; the job keeps gpuplan's default (global batch = micro-batch x dp, no accumulation)");
+      std::string need = Missing(false, !m, dp <= 0);
+      if (G && !g) need += (need.empty() ? "" : " and ") + std::string("the accumulation");
+      Unresolved(B->where, "auto: needs " + need +
+                               "; the job keeps gpuplan's default (global batch = micro-batch x dp, no accumulation)");
     }
   }
   if (!B && !b && g && *g > 1) {
@@ -359,7 +373,7 @@ Status Importer::ResolveBatch(Job& job) {
       b = *m * *g * dp, bloc = gloc;
       Note(gloc, "global batch " + Str(*b) + " = micro-batch " + Str(*m) + " x accumulation " + Str(*g) + " x " + dp_how);
     } else {
-      Unresolved(gloc, "accumulation " + Str(*g) + ": the global batch needs the micro-batch and the number of GPUs (a launch line or --num-gpus); the job keeps accumulation 1");
+      Unresolved(gloc, "accumulation " + Str(*g) + ": the global batch needs " + Missing(false, !m, dp <= 0) + "; the job keeps accumulation 1");
     }
   }
   if (b && m && dp > 0) {

@@ -115,6 +115,15 @@ Status AccelerateMegatron(Importer& im, const FlatConfig& cfg) {
   return im.Put("training.framework", "megatron", {cfg.file, 1, "distributed_type MEGATRON_LM"}, Strength::kDefault);
 }
 
+// distributed_type NO: one process on one GPU, whatever num_processes says (accelerate
+// commands/config/config_args.py ClusterConfig / launch: a NO config runs a single process).
+Status AccelerateSingle(Importer& im, const FlatConfig& cfg, const FlatEntry& type) {
+  if (const FlatEntry* procs = cfg.Get("num_processes"); procs && procs->value != "1")
+    im.Note(procs->where, "num_processes " + procs->value + " with distributed_type NO: accelerate runs one process");
+  im.Note(type.where, "distributed_type NO: one process on one GPU");
+  return im.Put("cluster.num_gpus", "1", type.where);
+}
+
 Status AcceleratePrecisionAndProcesses(Importer& im, const FlatConfig& cfg) {
   if (const FlatEntry* e = cfg.Get("mixed_precision")) {
     const std::string v = Lower(e->value);
@@ -122,8 +131,11 @@ Status AcceleratePrecisionAndProcesses(Importer& im, const FlatConfig& cfg) {
     if (p.empty()) return Bad(e->where, "expected no, fp16, bf16 or fp8, got '" + e->value + "'");
     GPUPLAN_RETURN_IF_ERROR(im.Put("training.precision", p, e->where));
   }
-  const FlatEntry* procs = cfg.Get("num_processes");
-  const FlatEntry* machines = cfg.Get("num_machines");
+  const FlatEntry* type = cfg.Get("distributed_type");
+  const bool single = type && type->value == "NO";
+  if (single) GPUPLAN_RETURN_IF_ERROR(AccelerateSingle(im, cfg, *type));
+  const FlatEntry* procs = single ? nullptr : cfg.Get("num_processes");
+  const FlatEntry* machines = single ? nullptr : cfg.Get("num_machines");
   int64_t n = 0, m = 1;
   if (procs) {
     auto v = Int(procs->value, procs->where, 1, int64_t{1} << 20);

@@ -32,6 +32,12 @@ const KeyTable& DeepspeedKeys() {
       {"zero_optimization.stage3_prefetch_bucket_size", Role::kNoEffect}, {"zero_optimization.stage3_param_persistence_threshold", Role::kNoEffect},
       {"zero_optimization.stage3_max_live_parameters", Role::kNoEffect}, {"zero_optimization.stage3_max_reuse_distance", Role::kNoEffect},
       {"zero_optimization.stage3_gather_16bit_weights_on_model_save", Role::kNoEffect},
+      // The same fields by their own names (DeepSpeed runtime/zero/config.py: the stage3_ names are
+      // aliases, and the model populates by name too).
+      {"zero_optimization.max_live_parameters", Role::kNoEffect}, {"zero_optimization.max_reuse_distance", Role::kNoEffect},
+      {"zero_optimization.gather_16bit_weights_on_model_save", Role::kNoEffect},
+      {"zero_optimization.prefetch_bucket_size", Role::kNoEffect}, {"zero_optimization.param_persistence_threshold", Role::kNoEffect},
+      {"zero_optimization.model_persistence_threshold", Role::kNoEffect},
       {"zero_optimization.stage3_gather_fp16_weights_on_model_save", Role::kNoEffect}, {"zero_optimization.sub_group_size", Role::kNoEffect},
       {"zero_optimization.round_robin_gradients", Role::kNoEffect}, {"zero_optimization.zero_hpz_partition_size", Role::kNoEffect},
       {"zero_optimization.zero_quantized_weights", Role::kNotModelled}, {"zero_optimization.zero_quantized_gradients", Role::kNotModelled},
@@ -127,9 +133,9 @@ const KeyTable& TorchtitanKeys() {
             {"disable_loss_parallel", "enable_async_tensor_parallel", "pipeline_parallel_schedule_csv", "pipeline_parallel_first_stage_less_layers",
              "pipeline_parallel_last_stage_less_layers", "pipeline_parallel_split_points", "module_fqns_per_model_part",
              "context_parallel_rotate_method", "expert_tensor_parallel_degree", "enable_compiled_autograd"});
-    section("activation_checkpoint", {"mode"}, {"selective_ac_option", "per_op_sac_force_recompute_mm_shapes_by_fqns", "memory_budget",
+    section("activation_checkpoint", {"mode", "selective_ac_option"}, {"per_op_sac_force_recompute_mm_shapes_by_fqns", "memory_budget",
                                                "early_stop", "preserve_rng_state", "determinism_check", "debug"});
-    section("compile", {"enable"}, {"components", "backend"});
+    section("compile", {"enable", "components"}, {"backend"});
     section("checkpoint", {"async_mode"}, {"enable", "enable_checkpoint", "folder", "interval", "keep_latest_k", "last_save_model_only",
                                           "export_dtype", "load_step", "initial_load_path", "initial_load_model_only", "exclude_from_loading",
                                           "enable_first_step_checkpoint", "create_seed_checkpoint", "load_only", "initial_load_in_hf",

@@ -144,7 +144,9 @@ Status MegatronModel(Importer& im, const MegatronArgs& a, int64_t tp) {
     im.Note(vw, "GPT2BPETokenizer: vocabulary 50257");
   }
   if (!v) {
-    im.Unresolved(here, "no --vocab-size: the vocabulary is the tokenizer's" + (*tok ? " (" + **tok + ")" : std::string()) + "; give --vocab");
+    const std::string why = "no --vocab-size: the vocabulary is the tokenizer's" + (*tok ? " (" + **tok + ")" : std::string());
+    if (!im.BaseHasModel()) return Bad(here, why + ": give --vocab N (the tokenizer's size), or --model (a preset or a config.json)");
+    im.Unresolved(here, why + "; give --vocab");
     return Status::Ok();
   }
   auto given = MegInt(im, a, "padded-vocab-size", 1, 1 << 24);  // the embedding's rows, as given
@@ -203,7 +205,17 @@ Status MegatronLayoutAndBatch(Importer& im, const MegatronArgs& a, int depth) {
   GPUPLAN_RETURN_IF_ERROR(put("num-virtual-stages-per-pipeline-rank", "parallel.vpp", 1, 1024));
   GPUPLAN_RETURN_IF_ERROR(put("virtual-pipeline-model-parallel-size", "parallel.vpp", 1, 1024));
   GPUPLAN_RETURN_IF_ERROR(put("num-layers-per-virtual-pipeline-stage", "parallel.vpp_layers", 1, 1 << 20));
-  if (const Flag* f = a.Get("sequence-parallel")) GPUPLAN_RETURN_IF_ERROR(im.Put("parallel.sequence_parallel", "true", f->At(a.file)));
+  if (const Flag* f = a.Get("sequence-parallel")) {
+    auto tp = MegInt(im, a, "tensor-model-parallel-size", 1, 1024);
+    if (!tp.ok()) return tp.status();
+    if (tp->value_or(1) == 1) {  // Megatron-LM arguments.py (validate_args): a warning, then sequence_parallel = False
+      im.Note(f->At(a.file), "warning: Megatron-LM disables sequence parallelism when the tensor-parallel size is 1 (it warns and runs "
+                             "without it): read as off");
+      GPUPLAN_RETURN_IF_ERROR(im.Put("parallel.sequence_parallel", "false", f->At(a.file)));
+    } else {
+      GPUPLAN_RETURN_IF_ERROR(im.Put("parallel.sequence_parallel", "true", f->At(a.file)));
+    }
+  }
   // recompute
   auto gran = MegValue(im, a, "recompute-granularity");
   if (!gran.ok()) return gran.status();
@@ -288,8 +300,56 @@ std::optional<std::string> PresetFromName(const std::string& name) {
   return std::nullopt;
 }
 
+// DeepSpeed-Chat's training scripts (DeepSpeedExamples applications/DeepSpeed-Chat/training/step*/main.py
+// parse_args) build their DeepSpeed config from their own flags (dschat/utils/ds_utils.py
+// get_train_ds_config): --zero_stage (default 0), --dtype fp16|bf16 (default fp16), --offload (optimizer
+// and parameters to the CPU; DeepSpeed applies offload_param at stage 3 only), --max_seq_len (default
+// 512), --lora_dim (> 0: LoRA of that rank; default 0), --per_device_train_batch_size (default 16).
+bool IsDsChat(const std::vector<Flag>& flags) {
+  for (const auto& f : flags) {
+    const std::string n = Norm(f.name);
+    if (n == "zero-stage" || n == "lora-dim" || n == "max-seq-len" || n == "only-optimize-lora" || n == "lora-module-name" ||
+        n == "offload")
+      return true;
+  }
+  return false;
+}
+
+Status DsChatDefaults(Importer& im, const std::vector<Flag>& flags, const std::string& file, const std::string& script, bool offload,
+                      const Location& offload_at) {
+  const Location at{file, flags.empty() ? 1 : flags[0].word.line, Base(script) + " (DeepSpeed-Chat's defaults)"};
+  GPUPLAN_RETURN_IF_ERROR(im.Put("training.framework", "deepspeed", at, Strength::kDefault));
+  GPUPLAN_RETURN_IF_ERROR(im.Put("training.precision", "fp16", at, Strength::kDefault));
+  GPUPLAN_RETURN_IF_ERROR(im.Put("parallel.zero", "0", at, Strength::kDefault));
+  GPUPLAN_RETURN_IF_ERROR(im.Put("training.seq_len", "512", at, Strength::kDefault));
+  GPUPLAN_RETURN_IF_ERROR(im.Put("training.micro_batch", "16", at, Strength::kDefault));
+  if (!offload) return Status::Ok();
+  const Fact* zero = im.Find("parallel.zero");
+  const bool stage3 = zero && zero->value == "3";
+  im.Note(offload_at, stage3 ? "optimizer states and parameters offloaded to the CPU (ZeRO-3)"
+                             : "optimizer states offloaded to the CPU (parameter offload applies at ZeRO-3 only)");
+  return im.Put("parallel.offload", stage3 ? "optimizer+params" : "optimizer", offload_at);
+}
+
+// Arguments of a training script that gpuplan reads without effect on the estimate.
+bool TrainerNoEffect(const std::string& n) {
+  static const std::set<std::string> s = {
+      "learning-rate", "weight-decay", "warmup-ratio", "warmup-steps", "lr-scheduler-type", "max-grad-norm", "adam-beta1", "adam-beta2",
+      "adam-epsilon", "seed", "tf32", "num-train-epochs", "per-device-eval-batch-size", "ddp-timeout", "dataloader-num-workers",
+      // DeepSpeed-Chat main.py
+      "data-path", "data-split", "sft-only-data-path", "data-output-path", "output-dir", "num-warmup-steps", "local-rank", "lora-module-name",
+      "only-optimize-lora", "lora-learning-rate", "compute-fp32-loss", "enable-tensorboard", "tensorboard-path", "add-eot-token", "eot-token",
+      "print-loss", "dropout",
+      // HF TrainingArguments / LLaMA-Factory
+      "logging-steps", "save-steps", "save-strategy", "eval-strategy", "evaluation-strategy", "save-total-limit", "report-to", "run-name",
+      "logging-dir", "overwrite-output-dir", "do-train", "do-eval", "dataset", "template", "eval-steps", "lora-dropout", "lora-target"};
+  return s.count(n) > 0;
+}
+
 Status TrainerArgs(Importer& im, const std::vector<Flag>& flags, const std::string& file, const std::string& script, int depth) {
-  bool read_config = false;
+  bool read_config = false, offload = false;
+  Location offload_at;
+  const bool ds_chat = IsDsChat(flags);
   for (const auto& f : flags) {
     const Location w = f.At(file);
     const std::string n = Norm(f.name);
@@ -323,7 +383,35 @@ Status TrainerArgs(Importer& im, const std::vector<Flag>& flags, const std::stri
       GPUPLAN_RETURN_IF_ERROR(put_int("training.grad_accum"));
     } else if (n == "max-steps") {
       GPUPLAN_RETURN_IF_ERROR(put_int("training.steps"));
-    } else if (n == "max-seq-length" || n == "model-max-length" || n == "max-length" || n == "block-size" || n == "seq-length") {
+    } else if (n == "zero-stage") {
+      auto z = Int(v.text, w, 0, 3);
+      if (!z.ok()) return z.status();
+      GPUPLAN_RETURN_IF_ERROR(im.Put("parallel.zero", Str(*z), w));
+    } else if (n == "offload") {
+      auto b = boolean();
+      if (!b.ok()) return b.status();
+      offload = *b, offload_at = w;
+    } else if (n == "dtype") {
+      const std::string d = Lower(v.text);
+      if (d != "fp16" && d != "bf16" && d != "fp32") return Bad(w, "expected fp16, bf16 or fp32, got '" + v.text + "'");
+      GPUPLAN_RETURN_IF_ERROR(im.Put("training.precision", d, w));
+    } else if (n == "lora-dim" || n == "lora-rank" || n == "lora-r") {
+      auto r = Int(v.text, w, 0, 1 << 16);
+      if (!r.ok()) return r.status();
+      if (*r == 0) {
+        GPUPLAN_RETURN_IF_ERROR(im.Put("training.method", "full", w));
+        continue;
+      }
+      if (n == "lora-dim") GPUPLAN_RETURN_IF_ERROR(im.Put("training.method", "lora", w));
+      GPUPLAN_RETURN_IF_ERROR(im.Put("training.lora.rank", Str(*r), w));
+    } else if (n == "lora-alpha") {
+      GPUPLAN_RETURN_IF_ERROR(im.Put("training.lora.alpha", v.text, w));
+    } else if (n == "finetuning-type") {  // LLaMA-Factory: lora | full | freeze
+      const std::string t = Lower(v.text);
+      if (t == "lora" || t == "full") GPUPLAN_RETURN_IF_ERROR(im.Put("training.method", t, w));
+      else im.Unknown(w, "finetuning_type '" + v.text + "' is not a method gpuplan models (lora, full)");
+    } else if (n == "max-seq-length" || n == "model-max-length" || n == "max-length" || n == "block-size" || n == "seq-length" ||
+               n == "max-seq-len" || n == "cutoff-len") {
       GPUPLAN_RETURN_IF_ERROR(put_int("training.seq_len"));
     } else if (n == "bf16" || n == "fp16") {
       auto b = boolean();
@@ -345,14 +433,14 @@ Status TrainerArgs(Importer& im, const std::vector<Flag>& flags, const std::stri
     } else if (n == "model-name-or-path") {
       if (auto p = PresetFromName(v.text)) GPUPLAN_RETURN_IF_ERROR(im.Put("model.preset", *p, w));
       else if (!im.BaseHasModel()) im.Unresolved(w, "'" + v.text + "' is not a gpuplan preset: give --model (gpuplan models, or its config.json)");
-    } else if (n == "learning-rate" || n == "weight-decay" || n == "warmup-ratio" || n == "warmup-steps" || n == "lr-scheduler-type" ||
-               n == "max-grad-norm" || n == "adam-beta1" || n == "adam-beta2" || n == "adam-epsilon" || n == "seed" || n == "tf32" ||
-               n == "num-train-epochs" || n == "per-device-eval-batch-size" || n == "ddp-timeout" || n == "dataloader-num-workers") {
+    } else if (TrainerNoEffect(n)) {
       im.Note(w, "read, no effect on the estimate");
     } else {
       im.Unknown(w, "an argument of " + Base(script) + " gpuplan does not read");
     }
   }
+  if (ds_chat) return DsChatDefaults(im, flags, file, script, offload, offload_at);
+  if (offload) im.Unknown(offload_at, "--offload of " + Base(script) + ": what it offloads is the script's own; not applied");
   if (!read_config) return im.Put("training.framework", "hf-trainer", {file, flags.empty() ? 1 : flags[0].word.line, Base(script)}, Strength::kDefault);
   return Status::Ok();
 }

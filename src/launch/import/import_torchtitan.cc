@@ -222,28 +222,67 @@ Status TitanSchedule(Importer& im, const FlatConfig& cfg, int64_t pp) {
   return Status::Ok();
 }
 
+// [activation_checkpoint]: torchtitan v0.2.2 job_config.py:651-659 (ActivationCheckpoint): mode none |
+// selective | full | memory_budget; with selective, selective_ac_option "op" is the per-op policy
+// (gpuplan's selective) and an integer N (the default "2") checkpoints every N-th block in full.
+Status TitanRecompute(Importer& im, const FlatConfig& cfg) {
+  const FlatEntry* e = cfg.Get("activation_checkpoint.mode");
+  if (!e) return Status::Ok();
+  const std::string m = Lower(e->value);
+  if (m == "memory_budget") {
+    im.Note(e->where, "memory_budget: modelled as selective");
+    return im.Put("training.recompute", "selective", e->where);
+  }
+  if (m == "none" || m == "full") return im.Put("training.recompute", m, e->where);
+  if (m != "selective") return Bad(e->where, "expected none, selective, full or memory_budget, got '" + e->value + "'");
+  const FlatEntry* opt = cfg.Get("activation_checkpoint.selective_ac_option");
+  const std::string o = opt ? Lower(opt->value) : "2";  // torchtitan's default
+  const Location at = opt ? opt->where : e->where;
+  if (o == "op") return im.Put("training.recompute", "selective", at);
+  auto every = Int(o, {at.file, at.line, "activation_checkpoint.selective_ac_option"}, 1, 1 << 20);
+  if (!every.ok()) return Bad(at, "selective_ac_option: expected 'op' or a positive whole number, got '" + o + "'");
+  const std::string what = std::string(opt ? "" : "no selective_ac_option: torchtitan's default '2', ") + "every " +
+                           (*every == 1 ? std::string("block") : Str(*every) + (*every == 2 ? "nd" : *every == 3 ? "rd" : "th") + " block") +
+                           " checkpointed in full";
+  if (*every == 1) {
+    im.Note(at, what + ": read as full recompute");
+    return im.Put("training.recompute", "full", at);
+  }
+  im.Note(at, what + "; gpuplan has no per-block recompute: read as none (memory on the safe side: the run keeps about " +
+                  Str(100 - 100 / *every) + "% of the activations and does about " + Str(100 / (3 * *every)) +
+                  "% more compute than estimated)");
+  return im.Put("training.recompute", "none", at);
+}
+
+// [compile]: enable compiles what components names (v0.2.2 job_config.py Compile: "model", "loss";
+// default both); gpuplan's training.compile is the model's.
+Status TitanCompile(Importer& im, const FlatConfig& cfg) {
+  const FlatEntry* e = cfg.Get("compile.enable");
+  if (!e) return Status::Ok();
+  auto b = Bool(e->value, e->where);
+  if (!b.ok()) return b.status();
+  const FlatEntry* comp = cfg.Get("compile.components");
+  bool model = true;
+  if (comp) {
+    model = false;
+    std::stringstream ss(comp->value);
+    for (std::string c; std::getline(ss, c, ',');) model |= Lower(c) == "model";
+  }
+  if (*b && !model) {
+    im.Note(comp->where, "compiles " + comp->value + " only, not the model: read as compile false");
+    return im.Put("training.compile", "false", comp->where);
+  }
+  return im.Put("training.compile", *b ? "true" : "false", e->where);
+}
+
 Status Importer::ApplyTorchtitan(const FlatConfig& cfg) {
   int64_t pp = 1;
   GPUPLAN_RETURN_IF_ERROR(TitanModel(*this, cfg));
   GPUPLAN_RETURN_IF_ERROR(TitanParallelism(*this, cfg, pp));
   GPUPLAN_RETURN_IF_ERROR(TitanTraining(*this, cfg, pp));
   GPUPLAN_RETURN_IF_ERROR(TitanSchedule(*this, cfg, pp));
-  if (const FlatEntry* e = cfg.Get("activation_checkpoint.mode")) {
-    const std::string m = Lower(e->value);
-    if (m == "memory_budget") {
-      Note(e->where, "memory_budget: modelled as selective");
-      GPUPLAN_RETURN_IF_ERROR(Put("training.recompute", "selective", e->where));
-    } else if (m == "none" || m == "selective" || m == "full") {
-      GPUPLAN_RETURN_IF_ERROR(Put("training.recompute", m, e->where));
-    } else {
-      return Bad(e->where, "expected none, selective, full or memory_budget, got '" + e->value + "'");
-    }
-  }
-  if (const FlatEntry* e = cfg.Get("compile.enable")) {
-    auto b = Bool(e->value, e->where);
-    if (!b.ok()) return b.status();
-    GPUPLAN_RETURN_IF_ERROR(Put("training.compile", *b ? "true" : "false", e->where));
-  }
+  GPUPLAN_RETURN_IF_ERROR(TitanRecompute(*this, cfg));
+  GPUPLAN_RETURN_IF_ERROR(TitanCompile(*this, cfg));
   if (const FlatEntry* e = cfg.Get("checkpoint.async_mode")) {
     const std::string m = Lower(e->value);
     if (m != "disabled" && m != "async" && m != "async_with_pinned_mem") return Bad(e->where, "expected disabled, async or async_with_pinned_mem, got '" + e->value + "'");

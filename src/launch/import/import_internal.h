@@ -109,8 +109,9 @@ class Importer {
     out_.job = base;
     for (const auto& [k, l] : base.set_keys) base_keys_[k] = l;
     base_has_model_ = base.arch.layers > 0 || base.arch.params_override > 0;
-    for (const auto& [k, l] : base.set_keys)
-      if (k.rfind("model.", 0) == 0) base_has_model_ = true;
+    for (const auto& [k, l] : base.set_keys)  // a model, not one of its values (--vocab fills in what a script lacks)
+      if (k == "model.preset" || k == "model.config" || k == "model.params" || k == "model.layers" || k == "model.hidden")
+        base_has_model_ = true;
   }
 
   Status ReadFile(const std::string& path, int depth, const Location& named_at);

@@ -165,11 +165,14 @@ class Gen {
       case 1: return "$" + Var();
       case 2: return "\"${" + Var() + "}-s\"";
       case 3: return "${GPUPLAN_UNSET:-\"" + One<std::string>({"d e", "1", "optim"}) + "\"}";
-      case 4: return "${GPUPLAN_UNSET:-" + One<std::string>({"plain", "$V0", "'s q'"}) + "}";
+      case 4: return "${GPUPLAN_UNSET:-" + One<std::string>({"plain", "$V0", "'s q'", "x  y", "$V1"}) + "}";
       case 5: return "$((N0 " + One<std::string>({"+", "*", "-", "%"}) + " " + std::to_string(Pick(1, 9)) + "))";
       case 6: return "$(( ($N0 + " + std::to_string(Pick(0, 5)) + ") * 2 ))";
       case 7: return "${" + Var() + ":-fallback}";
-      case 8: return "\"${" + Arr() + "[*]}\"";
+      case 8: {
+        const std::string inner = "${" + Arr() + One<std::string>({"[*]}", "[@]}"});
+        return Pick(0, 1) ? "\"" + inner + "\"" : inner + "x";
+      }
       default: return "pre${" + Var() + "}post";
     }
   }
@@ -233,7 +236,7 @@ class Gen {
 
 TEST(ShellReaderProperty, RandomScriptsGiveBashsWords) {
   int compared = 0;
-  for (uint32_t seed = 1; seed <= 400; ++seed) {
+  for (uint32_t seed = 1; seed <= 500; ++seed) {
     const std::string script = Gen(seed).Script();
     std::string error;
     const std::string ours = Reader(script, error);
@@ -241,7 +244,7 @@ TEST(ShellReaderProperty, RandomScriptsGiveBashsWords) {
     ASSERT_EQ(ours, Bash(script)) << "seed " << seed << "\n" << script;
     ++compared;
   }
-  EXPECT_EQ(compared, 400);
+  EXPECT_EQ(compared, 500);
 }
 
 }  // namespace

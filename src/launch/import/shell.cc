@@ -305,7 +305,8 @@ Status ShellReader::ExpandBraces(Fields& f, bool quoted) {
     }
     f.Array();
     for (size_t j = 0; j < words.size(); ++j) {
-      if (j > 0) f.Break(quoted);
+      if (j > 0) f.Break(quoted || !f.splits());
+      f.LineHint(words[j].line);
       Scalar(f, words[j], quoted);
     }
     return Status::Ok();
@@ -423,7 +424,8 @@ Status ShellReader::ReadWordInto(Fields& f, bool top_level, bool dq) {
     if (top_level && IsMeta(c)) break;
     if (!top_level && IsBlank(c) && !dq) {
       if (c == '\n') ++line_;
-      f.Break(false);
+      if (f.splits()) f.Break(false);
+      else f.Literal(std::string(1, c), false);  // an assignment's value is not split
       ++i_;
       continue;
     }
@@ -687,7 +689,7 @@ Status ShellReader::Keyword(Command& cmd, bool& consumed) {
   }
   std::string why;
   const std::optional<bool> v = Test(cmd, 1, why);
-  if (!v) notes.push_back({{file_, line, k}, "which branch runs depends on " + why + ": the first branch is read"});
+  if (!v) notes.push_back({{file_, line, k}, "cannot tell which branch runs (" + why + "): the first branch is read"});
   top.active = v.value_or(true);
   top.taken = top.active;
   return Status::Ok();

@@ -57,6 +57,9 @@ class Fields {
   std::vector<Word> Take();
   bool splits() const { return split_; }
   size_t size_bytes() const { return bytes_; }
+  void LineHint(int line) {  // a word that starts here comes from this line (an array element's own)
+    if (!have_ && line > 0) cur_.line = line;
+  }
   void Array() { ++arrays_; }  // a "${ARR[@]}" was expanded (an empty one makes no word)
   size_t pieces() const { return pieces_; }
   size_t arrays() const { return arrays_; }

@@ -75,6 +75,17 @@ TEST(ShellReader, UnquotedArrayElementsAreSplitQuotedKept) {
   EXPECT_EQ(Texts(r.commands[1], 1), (std::vector<std::string>{"--fp8-format hybrid", "--vocab-size 128256"}));
 }
 
+TEST(ShellReader, UnknownPartsAreSplitAndMarked) {
+  Read r = ReadText("P=\"${GPUPLAN_X}/cache\"\nA=(\"--cache $P\" \"--n 2\")\ncmd ${A[@]}\n");
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  const Command& c = r.commands.back();
+  ASSERT_EQ(Texts(c, 1), (std::vector<std::string>{"--cache", "$GPUPLAN_X/cache", "--n", "2"}));
+  EXPECT_TRUE(c[1].unresolved.empty());
+  EXPECT_NE(c[2].unresolved.find("GPUPLAN_X"), std::string::npos);
+  EXPECT_TRUE(c[3].unresolved.empty());
+  EXPECT_EQ(c[1].line, 2);  // the array element's own line
+}
+
 TEST(ShellReader, DefaultLosesItsQuotes) {
   Read r = ReadText("S=${SHARDING:-\"optim_grads_params\"}\nN=${SLURM_NNODES:-\"1\"}\nM=${M:-'a b'}\n");
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();

@@ -153,9 +153,24 @@ Word ShellReader::VarOrUnset(const std::string& name) const {
 }
 
 void ShellReader::Scalar(Fields& f, const Word& w, bool quoted) {
-  if (!w.unresolved.empty()) {  // an unknown value stays one word
+  if (!w.unresolved.empty() && (quoted || !f.splits() || w.text.find_first_of(" \t\n") == std::string::npos)) {
     f.Literal(w.text, quoted);
     f.Unresolved(w.unresolved);
+  } else if (!w.unresolved.empty()) {
+    // Split as bash would; the words that hold the unknown part ($NAME, $(cmd)) carry why.
+    const bool any_dollar = w.text.find('$') != std::string::npos;
+    size_t k = 0;
+    while (k <= w.text.size()) {
+      size_t e = w.text.find_first_of(" \t\n", k);
+      if (e == std::string::npos) e = w.text.size();
+      const std::string piece = w.text.substr(k, e - k);
+      if (!piece.empty()) {
+        f.Literal(piece, false);
+        if (!any_dollar || piece.find('$') != std::string::npos) f.Unresolved(w.unresolved);
+      }
+      if (e < w.text.size()) f.Break(false);
+      k = e + 1;
+    }
   } else if (quoted) {
     f.Literal(w.text, true);
   } else {

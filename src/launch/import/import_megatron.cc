@@ -142,9 +142,14 @@ Status MegatronModel(Importer& im, const MegatronArgs& a, int64_t tp) {
     v = 50257;
     vw = a.Get("tokenizer-type")->At(a.file);
     im.Note(vw, "GPT2BPETokenizer: vocabulary 50257");
+  } else if (!v && !*tok && a.Get("merge-file")) {  // a BPE merges file: the GPT-2 BPE tokenizer's form
+    v = 50257;
+    vw = a.Get("merge-file")->At(a.file);
+    im.Note(vw, "a --vocab-file/--merge-file pair is GPT-2 BPE: vocabulary 50257 (gpt2-vocab.json) assumed; give --vocab for another");
   }
   if (!v) {
     const std::string why = "no --vocab-size: the vocabulary is the tokenizer's" + (*tok ? " (" + **tok + ")" : std::string());
+    if (im.base().IsSet("model.vocab")) return Status::Ok();  // --vocab gave it
     if (!im.BaseHasModel()) return Bad(here, why + ": give --vocab N (the tokenizer's size), or --model (a preset or a config.json)");
     im.Unresolved(here, why + "; give --vocab");
     return Status::Ok();

@@ -73,7 +73,10 @@ const std::vector<Case>& Cases() {
                                   {"cluster.num_gpus", "8"}, {"training.global_batch", "128"}, {"model.layers", "32"}}},
       {{"mlm-fsdp-llama3-8b.sh"}, {{"training.precision", "fp8"}, {"parallel.zero", "3"}, {"model.vocab", "128256"}, {"training.seq_len", "8192"}}},
       {{"mlm-mixtral-8x7b.sh"}, {}, {}, "--vocab"},
-      {{"mlm-mixtral-8x7b.sh"}, {{"parallel.tp", "1"}, {"parallel.pp", "4"}, {"parallel.ep", "8"}}, {{"model.vocab", "32000"}}},
+      // one node (SLURM_NNODES unset: 1) cannot hold ep 8 with pp 4, as Megatron would also refuse; on 4 nodes it imports
+      {{"mlm-mixtral-8x7b.sh"}, {}, {{"model.vocab", "32000"}}, "ep must be"},
+      {{"mlm-mixtral-8x7b.sh"}, {{"parallel.tp", "1"}, {"parallel.pp", "4"}, {"parallel.ep", "8"}, {"parallel.sequence_parallel", "false"}},
+       {{"model.vocab", "32000"}, {"cluster.num_gpus", "32"}}},
       {{"mlm-gpt3-175b.sh"}, {}, {}, "does not divide"},
       // DeepSpeed-Chat step 1 (their own flags build the DeepSpeed config)
       {{"dse-chat-step1-llama2-7b.sh"}, {{"parallel.zero", "3"}, {"training.seq_len", "512"}, {"training.method", "full"}, {"training.micro_batch", "4"},
@@ -108,14 +111,20 @@ TEST(ImportCorpus, ValuesTheFilesState) {
     for (const auto& [k, v] : c.flags) ASSERT_TRUE(SetJobKey(base, k, v, {"command line", 0, "--" + FindJobKey(k)->flag}).ok());
     auto r = ImportFiles(paths, base);
     const std::string what = c.files[0];
+    // As `gpuplan import` does: the job is finalized when the files give a model.
+    Status st = r.ok() ? Status::Ok() : r.status();
+    if (r.ok() && (r->job.arch.layers > 0 || r->job.arch.params_override > 0)) {
+      Job check = r->job;
+      st = FinalizeJob(check);
+    }
     if (!c.error.empty()) {
-      ASSERT_FALSE(r.ok()) << what << ": expected a refusal with '" << c.error << "'";
-      EXPECT_NE(r.status().ToString().find(c.error), std::string::npos) << what << ": " << r.status().ToString();
-      EXPECT_FALSE(r.status().location().file.empty()) << what << ": refusal without a location";
-      EXPECT_GT(r.status().location().line, 0) << what << ": " << r.status().ToString();
+      ASSERT_FALSE(st.ok()) << what << ": expected a refusal with '" << c.error << "'";
+      EXPECT_NE(st.ToString().find(c.error), std::string::npos) << what << ": " << st.ToString();
+      EXPECT_FALSE(st.location().file.empty()) << what << ": refusal without a location";
+      EXPECT_GT(st.location().line, 0) << what << ": " << st.ToString();
       continue;
     }
-    ASSERT_TRUE(r.ok()) << what << ": " << r.status().ToString();
+    ASSERT_TRUE(st.ok()) << what << ": " << st.ToString();
     std::map<std::string, std::string> got;
     for (const auto& [k, v] : JobToKeys(r->job)) got[k] = v;
     for (const auto& [k, v] : c.want) EXPECT_EQ(got[k], v) << what << ": " << k;
@@ -123,11 +132,6 @@ TEST(ImportCorpus, ValuesTheFilesState) {
       if (n.where.key.rfind("zero_optimization.", 0) == 0)
         EXPECT_EQ(n.message.find("not a DeepSpeed key gpuplan knows"), std::string::npos) << what << ": " << n.where.key;
     for (const auto& n : r->unknown) EXPECT_NE(n.where.key, "]") << what << ": a test's bracket read as an argument";
-    if (r->job.arch.layers > 0) {
-      Job check = r->job;
-      const Status st = FinalizeJob(check);
-      EXPECT_TRUE(st.ok()) << what << ": " << st.ToString();
-    }
   }
 }
 

@@ -257,7 +257,7 @@ const std::set<std::string>& MegatronFlags() {
                                "encoder-seq-length", "train-iters", "train-samples", "optimizer", "use-flash-attn",
                                "accumulate-allreduce-grads-in-fp32", "async-save", "deepspeed", "deepspeed-config", "deepspeed_config",
                                "zero-stage", "optimizer-cpu-offload", "optimizer-offload-fraction", "recompute-method",
-                               "recompute-num-layers", "recompute-modules", "qk-layernorm"};
+                               "recompute-num-layers", "recompute-modules", "qk-layernorm", "merge-file"};
     for (const auto& m : MegatronModelFlags()) k.insert(m);
     return k;
   }();

@@ -58,12 +58,12 @@ def load_tables(src):
                     fail(f"{where}: type: '{r['type']}' is not one of {sorted(TYPES)}")
                 if r["type"] == "enum" and not r["allowed"]:
                     fail(f"{where}: allowed: an enum lists its values")
-                if not re.fullmatch(r"[0-9a-f]{40}|[0-9A-Za-z.+~-]+ \(Debian\)", r["commit"] or ""):
-                    fail(f"{where}: commit: '{r['commit']}' is not a 40-hex commit or a Debian version")
+                if not re.fullmatch(r"[0-9a-f]{7,40}|[0-9A-Za-z.+~-]+ \(Debian\)", r["commit"] or ""):
+                    fail(f"{where}: commit: '{r['commit']}' is not a git commit or a Debian package version")
                 if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", r["date"] or ""):
                     fail(f"{where}: date: '{r['date']}' is not YYYY-MM-DD")
-                if not re.search(r":\d+(-\d+)?$", r["source"] or "") and "man " not in r["source"]:
-                    fail(f"{where}: source: '{r['source']}' names no file:line")
+                if not re.search(r":\d+(-\d+)?$|\(\w[^()]*\)$| @[0-9a-f]{7,40}$", r["source"] or ""):
+                    fail(f"{where}: source: '{r['source']}' names no file:line, (symbol) or @commit")
                 if r["id"] in rows:
                     fail(f"{where}: id: '{r['id']}' repeats")
                 r["where"] = where
@@ -105,15 +105,21 @@ def type_ok(row, value):
     allowed = allowed_values(row)
     if ok and allowed and not isinstance(value, (dict, list)):
         text = str(value).lower() if isinstance(value, bool) else str(value)
-        ok = text in allowed
+        # "aws/*": the value is that word, or starts with it and a slash (SkyPilot's cloud[/region[/zone]])
+        ok = text in allowed or any(a.endswith("/*") and (text.lower() == a[:-2] or text.lower().startswith(a[:-1])) for a in allowed)
     return ok
 
 
-def check_key(tables, engine, key, value, where, has_value=True):
+def check_key(tables, engine, key, value, where, has_value=True, name_only=False):
+    """KEY must be a row of ENGINE's table; unless NAME_ONLY (an environment name, a command), VALUE must fit it."""
     CHECKED[engine] = CHECKED.get(engine, 0) + 1
     row = tables.get(engine, {}).get(key)
     if row is None:
         fail(f"{where}: {key}: not a {engine} key at the pinned upstream version (data/engine_keys/{engine}.csv)")
+        return
+    if name_only:
+        if value is not None and allowed_values(row) and str(value) not in allowed_values(row):
+            fail(f"{where}: {key} = {value!r}: not one of {row['allowed']} ({row['source']} @{row['commit'][:7]})")
         return
     if not has_value:
         value = None
@@ -143,11 +149,54 @@ def flatten(obj, prefix=""):
     return out
 
 
+TJ_POD = "spec.runtimePatches[].trainingRuntimeSpec.template.spec.replicatedJobs[].template.spec.template.spec."
+PJ_POD = "spec.pytorchReplicaSpecs.<replica>.template.spec."
+
+
+def k8s_key(kind, key):
+    """A manifest path as data/engine_keys/kubernetes.csv names it: the pod template under its own prefix."""
+    if kind == "TrainJob" and key.startswith(TJ_POD):
+        return "TrainJob:<podSpecPatch>." + key[len(TJ_POD):]
+    key = re.sub(r"^spec\.pytorchReplicaSpecs\.[^.]+", "spec.pytorchReplicaSpecs.<replica>", key)
+    if key.startswith(PJ_POD):
+        return "PodSpec:" + key[len(PJ_POD):]
+    return f"{kind}:{key}"
+
+
+def value_text(value):
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def check_requires(tables, engine, flat, where):
+    """A row's `requires` (WHEN -> ALT | ALT ...): when the key has one of the WHEN values, one ALT (a key, or
+    key=value) must be in the same file."""
+    for key, value in flat.items():
+        row = tables.get(engine, {}).get(key)
+        if not row or not row.get("requires"):
+            continue
+        when, _, alts = row["requires"].partition("->")
+        if value_text(value) not in [w.strip() for w in when.split("|")]:
+            continue
+        ok = False
+        for alt in alts.split("|"):
+            k, eq, v = alt.strip().partition("=")
+            ok |= k in flat and (not eq or value_text(flat[k]) == v)
+        if not ok:
+            fail(f"{where}: {key} = {value_text(value)} needs {alts.strip()} in the same file ({row['source']} @{row['commit'][:7]}; {row['notes']})")
+
+
 def check_document(tables, engine, doc, where, prefix=""):
     table = tables.get(engine, {})
     free = open_prefixes(table)
+    check_requires(tables, engine, dict(flatten(doc)), where)
     for key, value in flatten(doc):
         full = prefix + key
+        if engine == "kubernetes":
+            kind = prefix.rstrip(":")
+            full = k8s_key(kind, key)
+            if re.fullmatch(r"spec\.pytorchReplicaSpecs\.[^.]+", key):  # the replica name is the value checked
+                check_key(tables, engine, full, key.rsplit(".", 1)[1], where, name_only=True)
+                continue
         if any(full.startswith(p + ".") or full.startswith(p + "[]") for p in free):
             continue
         check_key(tables, engine, full, value, where)
@@ -170,9 +219,10 @@ def command_tokens(text, launcher_re):
     return out
 
 
-def check_flags(tables, engine, words, where, stop_at_positional=True):
-    """Flags of one command against ENGINE's table; returns the words after the first positional."""
-    table = tables.get(engine, {})
+def check_flags(tables, engine, words, where, stop_at_positional=True, id_prefix=""):
+    """Flags of one command against ENGINE's table (rows named ID_PREFIX + flag); returns the words after the
+    first positional."""
+    table = {k[len(id_prefix):]: r for k, r in tables.get(engine, {}).items() if k.startswith(id_prefix)}
     i = 0
     while i < len(words):
         w = words[i]
@@ -188,9 +238,9 @@ def check_flags(tables, engine, words, where, stop_at_positional=True):
                 i += 1
             else:
                 value = None
-            check_key(tables, engine, name, value, where)
+            check_key(tables, engine, id_prefix + name, value, where)
         else:
-            check_key(tables, engine, name, inline if eq else None, where, has_value=bool(eq))
+            check_key(tables, engine, id_prefix + name, inline if eq else None, where, has_value=bool(eq))
         i += 1
     return []
 
@@ -207,7 +257,7 @@ def check_script_args(tables, engine, words, where):
 LAUNCHERS = [
     (r"\$TORCHRUN\b", "torchrun"),
     (r"(\$DEEPSPEED|deepspeed)\s", "deepspeed"),
-    (r"(\$ACCELERATE|accelerate)\s+launch\b", "accelerate"),
+    (r"(\$ACCELERATE|accelerate)(?=\s+launch\b)", "accelerate"),
 ]
 
 
@@ -219,9 +269,9 @@ def check_launch_script(tables, path, engine_of_script):
         for words in command_tokens(text, launcher_re):
             found = True
             where = f"{name} ({launcher})"
-            rest = check_flags(tables, launcher, words, where)
-            if launcher == "torchrun" and rest[:1] == ["-m"]:  # never here: -m is a flag, kept for clarity
-                rest = rest[1:]
+            if launcher == "accelerate":
+                words = words[1:]  # "launch"
+            rest = check_flags(tables, launcher, words, where, id_prefix="launch " if launcher == "accelerate" else "")
             if rest and rest[0] == "pretrain_gpt.py":
                 continue  # the Megatron array: checked from megatron-args.sh
             check_script_args(tables, engine_of_script, rest, f"{name} (script flags)")
@@ -229,10 +279,10 @@ def check_launch_script(tables, path, engine_of_script):
         fail(f"{name}: no launcher line ($TORCHRUN, $DEEPSPEED, $ACCELERATE launch)")
     for m in re.finditer(r"\bexport\s+([A-Z_][A-Z0-9_]*)=", text):
         if m.group(1).startswith("NCCL_"):
-            check_key(tables, "nccl", m.group(1), None, name, has_value=False)
+            check_key(tables, "nccl", m.group(1), None, name, name_only=True)
     for m in re.finditer(r"PET_RDZV_CONF=\S*?(\w+)=", text):
-        check_key(tables, "torchrun", "PET_RDZV_CONF", None, name, has_value=False)
-        check_key(tables, "torchrun", "rdzv_conf." + m.group(1), None, name, has_value=False)
+        check_key(tables, "torchrun", "PET_RDZV_CONF", None, name, name_only=True)
+        check_key(tables, "torchrun", "rdzv_conf." + m.group(1), None, name, name_only=True)
 
 
 def megatron_args(path):
@@ -247,9 +297,8 @@ def megatron_args(path):
 # ---------------------------------------------------------------- one export directory
 
 def check_export_dir(tables, d, fmt, label):
-    engine_of_script = {"deepspeed.json": "deepspeed"}
     files = sorted(os.listdir(d))
-    script_engine = "hf_trainer"
+    script_engine = "hf_trainer"  # accelerate: the script's HF Trainer arguments
     if "ds_config.json" in files:
         script_engine = "deepspeed"
     elif "torchtitan.toml" in files:
@@ -284,9 +333,9 @@ def check_export_dir(tables, d, fmt, label):
                         flag, eq, value = w.partition("=")
                         check_key(tables, "slurm", "srun " + flag, value if eq else None, where, has_value=bool(eq))
             for m in re.finditer(r"\bscontrol show hostnames\b", text):
-                check_key(tables, "slurm", "scontrol show hostnames", None, where, has_value=False)
+                check_key(tables, "slurm", "scontrol show hostnames", None, where, name_only=True)
             for var in sorted(set(re.findall(r"\$\{?(SLURM_[A-Z_]+)", text))):
-                check_key(tables, "slurm", var, None, where, has_value=False)
+                check_key(tables, "slurm", var, None, where, name_only=True)
         elif name in ("trainjob.yaml", "pytorchjob.yaml"):
             for doc in yaml.safe_load_all(open(path)):
                 if doc:
@@ -296,12 +345,12 @@ def check_export_dir(tables, d, fmt, label):
             doc = yaml.safe_load(open(path))
             check_document(tables, "skypilot", doc, where)
             for var in sorted(set(re.findall(r"\$\{?(SKYPILOT_[A-Z_]+)", doc.get("run", "")))):
-                check_key(tables, "skypilot", var, None, where, has_value=False)
+                check_key(tables, "skypilot", var, None, where, name_only=True)
         elif name == "fabric.env":
             text = open(path).read()
             for m in re.finditer(r"^export\s+([A-Z_][A-Z0-9_]*)=", text, re.M):
                 if m.group(1).startswith("NCCL_"):
-                    check_key(tables, "nccl", m.group(1), None, where, has_value=False)
+                    check_key(tables, "nccl", m.group(1), None, where, name_only=True)
         elif name.endswith(".sh") and name.startswith("launch"):
             check_launch_script(tables, path, script_engine)
     return files
@@ -312,7 +361,7 @@ def check_pod_env(tables, doc, where):
     text = json.dumps(doc)
     kind = doc.get("kind", "?")
     for var in sorted(set(re.findall(r"\$\{?((?:PET|MASTER|RANK|WORLD)[A-Z_]*)", text))):
-        check_key(tables, "kubernetes", f"{kind}:env.{var}", None, where, has_value=False)
+        check_key(tables, "kubernetes", f"{kind}:env.{var}", None, where, name_only=True)
 
 
 # ---------------------------------------------------------------- exports
@@ -344,13 +393,13 @@ def fabric_csv(src):
     with open(os.path.join(src, "data", "fabric_env.csv"), newline="") as f:
         for n, r in enumerate(csv.DictReader(f), start=2):
             if r["variable"].startswith("NCCL_") and r["action"] in ("export", "default", "note"):
-                check_key(TABLES, "nccl", r["variable"], None, f"data/fabric_env.csv:{n}", has_value=False)
+                check_key(TABLES, "nccl", r["variable"], None, f"data/fabric_env.csv:{n}", name_only=True)
 
 
 # ---------------------------------------------------------------- import corpus
 
 IMPORT_ENGINE = {".json": "deepspeed", ".yaml": "accelerate", ".yml": "accelerate", ".toml": "torchtitan"}
-SCRIPT_TABLES = ["megatron", "torchrun", "deepspeed", "hf_trainer", "deepspeed_chat"]
+SCRIPT_TABLES = ["megatron", "torchrun", "deepspeed", "hf_trainer", "training_scripts"]
 
 
 def import_keys(binary, path):
@@ -448,8 +497,8 @@ def main():
         fabric_csv(a.source)
         files = 0
         if a.corpus:
-            if not os.path.isdir(a.corpus):
-                fail(f"{a.corpus}: the import corpus is missing")
+            if not os.path.isdir(a.corpus):  # the corpus lives beside the repository (GPUPLAN_SHARED_DIR)
+                print(f"engine_keys_check: {a.corpus} is not here: the import corpus's keys are not checked")
             else:
                 files = check_corpus(a.binary, a.corpus)
     finally:

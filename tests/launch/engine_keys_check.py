@@ -399,6 +399,7 @@ def fabric_csv(src):
 # ---------------------------------------------------------------- import corpus
 
 IMPORT_ENGINE = {".json": "deepspeed", ".yaml": "accelerate", ".yml": "accelerate", ".toml": "torchtitan"}
+KIND_ENGINE = {"deepspeed config": "deepspeed", "accelerate config": "accelerate", "torchtitan config": "torchtitan"}
 SCRIPT_TABLES = ["megatron", "torchrun", "deepspeed", "hf_trainer", "training_scripts"]
 
 
@@ -414,14 +415,14 @@ def import_keys(binary, path):
 
 def check_import_structured(tables, binary, path, rel):
     ext = os.path.splitext(path)[1]
-    engine = IMPORT_ENGINE[ext]
     d, unknown = import_keys(binary, path)
-    if d is None or "error" in d:
+    if d is None or "error" in d or not d.get("files"):
         return 0  # refused (import_test checks the refusal's message)
+    engine = KIND_ENGINE.get(d["files"][0].get("kind", ""))
+    if engine is None:
+        return 0  # read as something else than an engine's config (a gpuplan job, a launch line)
     text = open(path).read()
     doc = json.loads(text) if ext == ".json" else toml.loads(text) if ext == ".toml" else yaml.safe_load(text)
-    if ext in (".yaml", ".yml") and isinstance(doc, dict) and "zero_optimization" in doc:
-        engine = "deepspeed"
     n = 0
     free = open_prefixes(tables.get(engine, {}))
     skip = [u for u in unknown if u]
@@ -448,13 +449,16 @@ def check_import_script(tables, binary, path, rel):
         return 0
     text = open(path).read()
     n = 0
-    for flag in sorted(set(re.findall(r"(?<![\w-])(--[a-zA-Z][\w-]*)", text))):
+    for flag in sorted(set(re.findall(r"(?<![\w.-])(--[a-zA-Z][\w.-]*[\w])", text))):
         if flag in unknown:
             continue
         n += 1
         CHECKED["import"] = CHECKED.get("import", 0) + 1
-        if not any(flag in tables.get(t, {}) for t in SCRIPT_TABLES):
-            fail(f"import {rel}: {flag}: read by gpuplan import but in no table of {SCRIPT_TABLES}")
+        known = any(flag in tables.get(t, {}) for t in SCRIPT_TABLES) or "launch " + flag in tables.get("accelerate", {})
+        # torchtitan's command-line overrides: --section.key is the TOML key section.key
+        known |= "." in flag and (flag in tables.get("torchtitan", {}) or flag[2:] in tables.get("torchtitan", {}))
+        if not known:
+            fail(f"import {rel}: {flag}: read by gpuplan import but in no table of {SCRIPT_TABLES + ['accelerate', 'torchtitan']}")
     return n
 
 
@@ -481,7 +485,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--binary", required=True)
     ap.add_argument("--source", required=True)
-    ap.add_argument("--corpus", default="")
+    ap.add_argument("--corpus", action="append", default=[],
+                    help="a folder of real configs and launch scripts (repeatable); tests/fixtures/import always")
     ap.add_argument("--keep", default="", help="export into this directory and keep it (default: a temp dir)")
     a = ap.parse_args()
     TABLES.update(load_tables(a.source))
@@ -496,11 +501,11 @@ def main():
             fail(f"only {exported} exports succeeded over {jobs} jobs: the check covers too little")
         fabric_csv(a.source)
         files = 0
-        if a.corpus:
-            if not os.path.isdir(a.corpus):  # the corpus lives beside the repository (GPUPLAN_SHARED_DIR)
-                print(f"engine_keys_check: {a.corpus} is not here: the import corpus's keys are not checked")
+        for corpus in [os.path.join(a.source, "tests", "fixtures", "import")] + a.corpus:
+            if not os.path.isdir(corpus):  # the shared corpus lives beside the repository (GPUPLAN_SHARED_DIR)
+                print(f"engine_keys_check: {corpus} is not here: its keys are not checked")
             else:
-                files = check_corpus(a.binary, a.corpus)
+                files += check_corpus(a.binary, corpus)
     finally:
         if not a.keep:
             shutil.rmtree(tmp, ignore_errors=True)

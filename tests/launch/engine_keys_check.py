@@ -36,9 +36,13 @@ FAILS = []
 CHECKED = {}  # engine -> number of keys checked
 
 
+QUIET = [False]  # the self-test's controls collect their findings without printing them
+
+
 def fail(msg):
     FAILS.append(msg)
-    print("FAIL:", msg)
+    if not QUIET[0]:
+        print("FAIL:", msg)
 
 
 # ---------------------------------------------------------------- tables
@@ -76,11 +80,14 @@ def allowed_values(row):
     return [v for v in row["allowed"].split("|") if v != ""] if row["allowed"] else []
 
 
-def type_ok(row, value):
-    """Whether VALUE (a parsed value, or a string for flags) fits the row's type and allowed values."""
+def type_ok(row, value, strict=False):
+    """Whether VALUE (a parsed value, or a string for flags) fits the row's type and allowed values. STRICT
+    (a parsed JSON/YAML/TOML value): a string is no number or bool."""
     t = row["type"]
     if isinstance(value, str) and "$" in value:  # a shell variable: its value is the user's
         return True
+    if strict and isinstance(value, str) and t in ("int", "float", "bool"):
+        return False
     if t == "flag":
         return value is None
     if value is None:
@@ -110,7 +117,7 @@ def type_ok(row, value):
     return ok
 
 
-def check_key(tables, engine, key, value, where, has_value=True, name_only=False):
+def check_key(tables, engine, key, value, where, has_value=True, name_only=False, strict=False):
     """KEY must be a row of ENGINE's table; unless NAME_ONLY (an environment name, a command), VALUE must fit it."""
     CHECKED[engine] = CHECKED.get(engine, 0) + 1
     row = tables.get(engine, {}).get(key)
@@ -123,7 +130,7 @@ def check_key(tables, engine, key, value, where, has_value=True, name_only=False
         return
     if not has_value:
         value = None
-    if not type_ok(row, value):
+    if not type_ok(row, value, strict):
         want = row["type"] + (f" ({row['allowed']})" if row["allowed"] else "")
         fail(f"{where}: {key} = {value!r}: not {want} ({row['source']} @{row['commit'][:7]})")
 
@@ -199,7 +206,7 @@ def check_document(tables, engine, doc, where, prefix=""):
                 continue
         if any(full.startswith(p + ".") or full.startswith(p + "[]") for p in free):
             continue
-        check_key(tables, engine, full, value, where)
+        check_key(tables, engine, full, value, where, strict=True)
 
 
 # ---------------------------------------------------------------- shell command lines
@@ -481,6 +488,47 @@ def check_corpus(binary, corpus):
 TABLES = {}
 
 
+def self_test():
+    """Controls: what the check must refuse (so a table or a checker that accepts everything fails)."""
+    bad = [
+        ("deepspeed", {"zero_optimization": {"stage": 4}}, "ZeRO stage 4"),
+        ("deepspeed", {"zero_optimization": {"stgae": 1}}, "a misspelt key"),
+        ("deepspeed", {"train_batch_size": "64"}, "a batch as a string"),
+        ("deepspeed", {"zero_optimization": {"offload_optimizer": {"device": "cpu"}}}, "offload without an optimizer or the flag"),
+        ("accelerate", {"distributed_type": "ZERO"}, "an unknown distributed_type"),
+        ("torchtitan", {"activation_checkpoint": {"mode": "selective"}}, "selective without selective_ac_option"),
+        ("torchtitan", {"parallelism": {"fsdp_reshard_after_forward": "sometimes"}}, "a value outside the Literal"),
+        ("skypilot", {"resources": {"infra": "autodl/cn"}}, "a cloud SkyPilot does not have"),
+        ("megatron_bridge", {"mixed_precision": "16-mixed"}, "Bridge's fp16 recipe misnamed"),
+    ]
+    good = [("deepspeed", {"zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu"}}, "zero_force_ds_cpu_optimizer": False}),
+            ("torchtitan", {"activation_checkpoint": {"mode": "selective", "selective_ac_option": "op"}}),
+            ("skypilot", {"resources": {"infra": "aws/us-east-1"}}), ("megatron_bridge", {"mixed_precision": "fp16_mixed"})]
+    saved = list(FAILS)
+    QUIET[0] = True
+    broken = []
+    for engine, doc, what in bad:
+        del FAILS[:]
+        if engine == "megatron_bridge":
+            check_key(TABLES, engine, "mixed_precision", doc["mixed_precision"], "control")
+        else:
+            check_document(TABLES, engine, doc, "control")
+        if not FAILS:
+            broken.append(f"control '{what}' ({engine}) passes")
+    for engine, doc in good:
+        del FAILS[:]
+        if engine == "megatron_bridge":
+            check_key(TABLES, engine, "mixed_precision", doc["mixed_precision"], "control")
+        else:
+            check_document(TABLES, engine, doc, "control")
+        if FAILS:
+            broken.append(f"valid control {doc} ({engine}) fails: {FAILS[0]}")
+    FAILS[:] = saved
+    QUIET[0] = False
+    for b in broken:
+        fail(b)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--binary", required=True)
@@ -494,6 +542,7 @@ def main():
                    "kubernetes", "skypilot", "nccl"):
         if not TABLES.get(engine):
             fail(f"data/engine_keys/{engine}.csv: missing or empty")
+    self_test()
     tmp = a.keep or tempfile.mkdtemp(prefix="gpuplan-keys-")
     try:
         jobs, exported = export_all(a.binary, a.source, tmp)

@@ -253,37 +253,80 @@ def check_flags(tables, engine, words, where, stop_at_positional=True, id_prefix
 
 
 def check_script_args(tables, engine, words, where):
-    """After the script: its flags (the engine's script flags) up to "$@"."""
+    """After the script: its flags (the engine's script flags)."""
     if not words:
         return
     rest = words[1:]
-    rest = [w for w in rest if w != "$@"]
     check_flags(tables, engine, rest, where, stop_at_positional=False)
 
 
-LAUNCHERS = [
-    (r"\$TORCHRUN\b", "torchrun"),
-    (r"(\$DEEPSPEED|deepspeed)\s", "deepspeed"),
-    (r"(\$ACCELERATE|accelerate)(?=\s+launch\b)", "accelerate"),
-]
+STUB = """#!/bin/sh
+# stub {name}: records its arguments, one per line, then a separator
+log="${{GPUPLAN_STUB_LOG:?}}/{name}.argv"
+for a in "$@"; do printf '%s\\n' "$a" >>"$log"; done
+printf '%s\\n' '--end--' >>"$log"
+exit 0
+"""
+LAUNCHER_NAMES = ("torchrun", "deepspeed", "accelerate")
 
 
-def check_launch_script(tables, path, engine_of_script):
-    text = open(path).read()
+def make_stubs(d):
+    """Executables named like the launchers that record the arguments bash hands them."""
+    os.makedirs(d, exist_ok=True)
+    for name in LAUNCHER_NAMES:
+        p = os.path.join(d, name)
+        with open(p, "w") as f:
+            f.write(STUB.format(name=name))
+        os.chmod(p, 0o755)
+
+
+def stub_calls(log_dir, name):
+    p = os.path.join(log_dir, f"{name}.argv")
+    if not os.path.exists(p):
+        return []
+    out, cur = [], []
+    for line in open(p).read().split("\n")[:-1]:
+        if line == "--end--":
+            out.append(cur)
+            cur = []
+        else:
+            cur.append(line)
+    return out
+
+
+def run_with_stubs(script, stubs, env_extra=None, args=()):
+    """Runs SCRIPT with the stub launchers first on PATH; returns (process, {launcher: [argv, ...]})."""
+    log = tempfile.mkdtemp(prefix="gpuplan-stub-log-")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUPLAN_") and k not in ("ACCELERATE", "DEEPSPEED", "TORCHRUN")}
+    env.update(PATH=stubs + os.pathsep + env["PATH"], GPUPLAN_STUB_LOG=log, **(env_extra or {}))
+    p = subprocess.run(["bash", script] + list(args), env=env, capture_output=True, text=True, timeout=60)
+    calls = {name: stub_calls(log, name) for name in LAUNCHER_NAMES}
+    shutil.rmtree(log, ignore_errors=True)
+    return p, calls
+
+
+def check_launch_script(tables, path, engine_of_script, stubs):
+    """The launch line as bash expands it (run against stub launchers), checked flag by flag."""
     name = os.path.basename(path)
-    found = False
-    for launcher_re, launcher in LAUNCHERS:
-        for words in command_tokens(text, launcher_re):
-            found = True
+    p, calls = run_with_stubs(path, stubs)
+    if p.returncode != 0:
+        fail(f"{name}: exit {p.returncode} under stub launchers: {p.stderr.strip()[:200]}")
+    if not any(calls.values()):
+        fail(f"{name}: runs none of torchrun, deepspeed, accelerate")
+    for launcher, argvs in calls.items():
+        for argv in argvs:
             where = f"{name} ({launcher})"
             if launcher == "accelerate":
-                words = words[1:]  # "launch"
-            rest = check_flags(tables, launcher, words, where, id_prefix="launch " if launcher == "accelerate" else "")
-            if rest and rest[0] == "pretrain_gpt.py":
-                continue  # the Megatron array: checked from megatron-args.sh
+                if argv[:1] != ["launch"]:
+                    fail(f"{where}: accelerate {argv[:1]}, not accelerate launch")
+                    continue
+                argv = argv[1:]
+            rest = check_flags(tables, launcher, argv, where, id_prefix="launch " if launcher == "accelerate" else "")
+            if rest and os.path.basename(rest[0]) == "pretrain_gpt.py":
+                check_flags(tables, "megatron", rest[1:], f"{name} (Megatron flags)", stop_at_positional=False)
+                continue
             check_script_args(tables, engine_of_script, rest, f"{name} (script flags)")
-    if not found:
-        fail(f"{name}: no launcher line ($TORCHRUN, $DEEPSPEED, $ACCELERATE launch)")
+    text = open(path).read()
     for m in re.finditer(r"\bexport\s+([A-Z_][A-Z0-9_]*)=", text):
         if m.group(1).startswith("NCCL_"):
             check_key(tables, "nccl", m.group(1), None, name, name_only=True)
@@ -303,7 +346,7 @@ def megatron_args(path):
 
 # ---------------------------------------------------------------- one export directory
 
-def check_export_dir(tables, d, fmt, label):
+def check_export_dir(tables, d, fmt, label, stubs):
     files = sorted(os.listdir(d))
     script_engine = "hf_trainer"  # accelerate: the script's HF Trainer arguments
     if "ds_config.json" in files:
@@ -359,7 +402,7 @@ def check_export_dir(tables, d, fmt, label):
                 if m.group(1).startswith("NCCL_"):
                     check_key(tables, "nccl", m.group(1), None, where, name_only=True)
         elif name.endswith(".sh") and name.startswith("launch"):
-            check_launch_script(tables, path, script_engine)
+            check_launch_script(tables, path, script_engine, stubs)
     return files
 
 
@@ -374,6 +417,8 @@ def check_pod_env(tables, doc, where):
 # ---------------------------------------------------------------- exports
 
 def export_all(binary, src, tmp):
+    stubs = os.path.join(tmp, "stub-bin")
+    make_stubs(stubs)
     jobs = sorted(glob.glob(os.path.join(src, "examples", "*.yaml")))
     jobs += sorted(glob.glob(os.path.join(src, "tests", "launch", "key_jobs", "*.yaml")))
     exported = 0
@@ -391,7 +436,7 @@ def export_all(binary, src, tmp):
                     fail(f"{label} --to {fmt}: exit {p.returncode}: {p.stderr.strip()[:200]}")
                 continue
             exported += 1
-            check_export_dir(TABLES, d, fmt, f"{label}/{fmt}")
+            check_export_dir(TABLES, d, fmt, f"{label}/{fmt}", stubs)
     return len(jobs), exported
 
 

@@ -32,44 +32,9 @@ def fail(msg):
     print("FAIL:", msg)
 
 
-STUB = """#!/bin/sh
-# stub {name}: records its arguments, one per line, then a separator
-log="${{GPUPLAN_STUB_LOG:?}}/{name}.argv"
-for a in "$@"; do printf '%s\\n' "$a" >>"$log"; done
-printf '%s\\n' '--end--' >>"$log"
-exit 0
-"""
-
-
-def make_stubs(d):
-    os.makedirs(d)
-    for name in ("accelerate", "deepspeed", "torchrun"):
-        p = os.path.join(d, name)
-        with open(p, "w") as f:
-            f.write(STUB.format(name=name))
-        os.chmod(p, 0o755)
-
-
-def calls(log_dir, name):
-    p = os.path.join(log_dir, f"{name}.argv")
-    if not os.path.exists(p):
-        return []
-    out, cur = [], []
-    for line in open(p).read().split("\n")[:-1]:
-        if line == "--end--":
-            out.append(cur)
-            cur = []
-        else:
-            cur.append(line)
-    return out
-
-
 def run_script(script, stubs, env_extra, extra_args):
-    log = tempfile.mkdtemp(prefix="gpuplan-stub-log-")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUPLAN_") and k not in ("ACCELERATE", "DEEPSPEED", "TORCHRUN")}
-    env.update(PATH=stubs + os.pathsep + env["PATH"], GPUPLAN_STUB_LOG=log, **env_extra)
-    p = subprocess.run(["bash", script] + extra_args, env=env, capture_output=True, text=True, timeout=60)
-    return p, log
+    """(process, {launcher: [argv, ...]}) of SCRIPT run against the stub launchers."""
+    return keys.run_with_stubs(script, stubs, env_extra, extra_args)
 
 
 def value_after(argv, flag):
@@ -110,9 +75,8 @@ def check_accelerate(binary, src, tmp, stubs):
     yaml_path = os.path.realpath(os.path.join(out, "accelerate.yaml"))
     for script in sorted(n for n in os.listdir(out) if n.startswith("launch") and n.endswith(".sh")):
         env = {"GPUPLAN_HEAD": "10.1.2.3", "GPUPLAN_PORT": "29511", "GPUPLAN_NODE_RANK": "1", "GPUPLAN_JOB_ID": "stub"}
-        p, log = run_script(os.path.join(out, script), stubs, env, EXTRA)
-        got = calls(log, "accelerate")
-        shutil.rmtree(log, ignore_errors=True)
+        p, got = run_script(os.path.join(out, script), stubs, env, EXTRA)
+        got = got["accelerate"]
         if p.returncode != 0:
             fail(f"accelerate/{script}: exit {p.returncode}: {p.stderr.strip()[:200]}")
             continue
@@ -154,9 +118,8 @@ def check_deepspeed(binary, src, tmp, stubs):
             fail(f"{where}: not exported")
             continue
         for env in ({}, {"GPUPLAN_HEAD": "10.9.8.7"}):
-            p, log = run_script(script, stubs, dict(env, GPUPLAN_PORT="29522"), EXTRA)
-            got = calls(log, "deepspeed")
-            shutil.rmtree(log, ignore_errors=True)
+            p, got = run_script(script, stubs, dict(env, GPUPLAN_PORT="29522"), EXTRA)
+            got = got["deepspeed"]
             tag = f"{where} (GPUPLAN_HEAD {'set' if env else 'unset'})"
             if p.returncode != 0 or len(got) != 1:
                 fail(f"{tag}: exit {p.returncode}, {len(got)} deepspeed call(s): {p.stderr.strip()[:200]}")
@@ -204,7 +167,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="gpuplan-stub-")
     try:
         stubs = os.path.join(tmp, "bin")
-        make_stubs(stubs)
+        keys.make_stubs(stubs)
         check_accelerate(a.binary, a.source, tmp, stubs)
         check_deepspeed(a.binary, a.source, tmp, stubs)
     finally:

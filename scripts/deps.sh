@@ -10,12 +10,13 @@ pkgs=(build-essential cmake libyaml-cpp-dev nlohmann-json3-dev libtomlplusplus-d
 if [ "${1:-}" = "--test" ]; then
   # Tests: GoogleTest/GoogleMock, Google Benchmark (bench/), python3-torch (tests/groundtruth: PyTorch on the CPU),
   # slurm-wlm + munge (the real Slurm that tests/launch/slurm_test.sh starts on localhost and submits the exported
-  # sbatch script to), python3-yaml/-toml (the launch tests read the exports back), sqlite3 (the ledger under
+  # sbatch script to), python3-yaml/-toml (the launch tests read the exports back), python3-jsonschema (the
+  # Kubernetes manifests against the CRD schemas), sqlite3 (the ledger under
   # kill -9), fio (tests/real), clang + libclang-rt-14-dev (libFuzzer and the sanitizer runtimes for
   # scripts/fuzz.sh; Debian 12 ships libclang_rt.fuzzer-x86_64.a in libclang-rt-14-dev, which
   # --no-install-recommends leaves out).
   pkgs+=(libgtest-dev libgmock-dev libbenchmark-dev python3-torch clang libclang-rt-14-dev slurm-wlm munge python3-yaml
-         python3-toml sqlite3 fio)
+         python3-toml python3-jsonschema sqlite3 fio)
 elif [ -n "${1:-}" ]; then
   echo "usage: bash scripts/deps.sh [--test]" >&2
   exit 1

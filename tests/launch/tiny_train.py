@@ -2,7 +2,8 @@
 """One optimizer step of a tiny model, launched by an exported launch.sh (tests/launch/torchrun_test.sh).
 
 Reads the exported config given on the command line (--deepspeed_config ds_config.json or
---accelerate_config accelerate.yaml with --per_device_train_batch_size/--gradient_accumulation_steps),
+--accelerate_config accelerate.yaml with --per_device_train_batch_size/--gradient_accumulation_steps;
+the plain torchrun export passes none: the script owns its batch, here TINY_MICRO and TINY_ACCUM),
 checks the world the launcher built against it and against what the test expects (TINY_EXPECT_NODES,
 TINY_EXPECT_NPROC, TINY_EXPECT_GLOBAL_BATCH), then runs one DDP step on the CPU (gloo) with the exported
 micro-batch and accumulation and checks every rank ends with the same gradients and weights, equal to
@@ -138,8 +139,10 @@ def main():
         micro, accum, dp, global_batch = batch_from_deepspeed(args.deepspeed_config, world)
     elif args.accelerate_config:
         micro, accum, dp, global_batch = batch_from_accelerate(args.accelerate_config, args, world, nodes, expect_global)
+    elif os.environ.get("TINY_MICRO") and os.environ.get("TINY_ACCUM"):  # the torchrun export: no config
+        micro, accum, dp, global_batch = int(os.environ["TINY_MICRO"]), int(os.environ["TINY_ACCUM"]), world, expect_global
     else:
-        fail("no exported config on the command line (--deepspeed_config or --accelerate_config)")
+        fail("no exported config on the command line (--deepspeed_config or --accelerate_config) and no TINY_MICRO/TINY_ACCUM")
     check(global_batch == expect_global, f"the config's global batch {global_batch} != the job's {expect_global}")
     check(micro * accum * dp == global_batch, f"micro {micro} x accumulation {accum} x dp {dp} != global batch {global_batch}")
     check(dp == world, f"dp {dp} != world {world}: this tiny step is data-parallel only")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# A real torchrun: `gpuplan export` writes the DeepSpeed and accelerate artefacts of a small pinned
-# job (4 GPUs as 2 nodes x 2), then the exported launch.sh runs twice in the background as the two
+# A real torchrun: `gpuplan export` writes the torchrun, DeepSpeed and accelerate artefacts of a small
+# pinned job (4 GPUs as 2 nodes x 2), then the exported launch.sh runs twice in the background as the two
 # "nodes" on localhost (c10d rendezvous, gloo on the CPU) with tests/launch/tiny_train.py, which
 # checks the world, the ranks and micro x accumulation x dp = global batch against the exported
 # config and runs one optimizer step. Every rank must print GPUPLAN_TINY_TRAIN_OK.
@@ -64,6 +64,7 @@ run_nodes() {
     GPUPLAN_HEAD=127.0.0.1 GPUPLAN_PORT="$port" GPUPLAN_JOB_ID="tiny-$tag" GPUPLAN_NODE_RANK="$rank" \
       TORCHRUN="$PY -m torch.distributed.run" ACCELERATE="$PY $SRC/tests/launch/accelerate_stub.py" PET_REDIRECTS=1 PET_TEE=1 GLOO_SOCKET_IFNAME=lo OMP_NUM_THREADS=1 \
       TINY_EXPECT_NODES="$NODES" TINY_EXPECT_NPROC="$NPROC" TINY_EXPECT_GLOBAL_BATCH="$GLOBAL_BATCH" \
+      TINY_MICRO=1 TINY_ACCUM=$((GLOBAL_BATCH / (NODES * NPROC))) \
       setsid timeout 300 bash "$dir/launch.sh" >"$WORK/$tag-node$rank.log" 2>&1 &
     PIDS+=("$!")
   done
@@ -82,7 +83,8 @@ run_nodes() {
   echo "ok: $tag: $ok ranks ran one optimizer step (micro x accumulation x dp = $GLOBAL_BATCH)"
 }
 
-for engine in deepspeed accelerate; do
+ran=()
+for engine in torchrun deepspeed accelerate; do
   out="$WORK/$engine"
   "$BIN" export "$WORK/job.yaml" --to "$engine" --out "$out" --script "$SRC/tests/launch/tiny_train.py" --job-name "tiny-$engine" \
     >"$WORK/$engine-export.log" 2>&1 || { cat "$WORK/$engine-export.log" >&2; fail "gpuplan export --to $engine failed"; }
@@ -106,7 +108,12 @@ assert y["num_processes"] == 4 and y["num_machines"] == 2, y
 assert y["distributed_type"] == "FSDP" and y["fsdp_config"]["fsdp_reshard_after_forward"] is False, y
 EOF
       ;;
+    torchrun)
+      grep -q '^\$TORCHRUN ' "$out/launch.sh" || fail "torchrun: launch.sh has no \$TORCHRUN line"
+      ;;
   esac
   run_nodes "$out" "$engine"
+  ran+=("$engine")
 done
-echo "PASS: torchrun runs the exported deepspeed and accelerate launches (2 nodes x 2 processes, gloo)"
+[ "${#ran[@]}" -eq 3 ] || fail "only ${ran[*]} ran"
+echo "PASS: torchrun runs the exported ${ran[*]} launches (2 nodes x 2 processes, gloo)"

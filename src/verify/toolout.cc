@@ -132,7 +132,10 @@ Reading& Builder::AddState(const std::string& metric, const std::string& text, i
   return r;
 }
 
-void Builder::Warn(int line, const std::string& message) { out_.warnings.push_back({{out_.file, line, ""}, message}); }
+// A warning quotes the text it could not read: cut to a readable length (a line of 1 MB of digits stays a line).
+void Builder::Warn(int line, const std::string& message) {
+  out_.warnings.push_back({{out_.file, line, ""}, message.size() > 300 ? message.substr(0, 297) + "..." : message});
+}
 
 std::string StripMarkdown(const std::string& s) {
   std::string t = s;
@@ -394,7 +397,7 @@ void ParseIbstat(const std::vector<Line>& lines, ToolOutput& out) {
     if (port_fields.count("Physical state")) ctx(b.AddState("port_physical_state", port_fields["Physical state"], port_line));
     if (port_fields.count("Rate")) {
       if (auto v = Number(port_fields["Rate"])) ctx(b.Add("port_rate_gbit_per_s", *v, "Gb/s", port_line));
-      else b.Warn(port_line, "port " + port + " of " + ca + ": Rate '" + port_fields["Rate"] + "' is not a number");
+      else b.Warn(port_line, "port " + port + " of " + ca + ": Rate '" + port_fields["Rate"].substr(0, 40) + (port_fields["Rate"].size() > 40 ? "..." : "") + "' is not a number");
     }
     port.clear();
     port_fields.clear();
@@ -569,7 +572,7 @@ void ParseDcgmiNvlink(const std::vector<Line>& lines, ToolOutput& out) {
     const auto tok = Tokens(t);
     if (gpu.empty() || !IsLinkLetters(tok)) continue;
     const auto count = [&](const char* c) { return static_cast<double>(std::count(tok.begin(), tok.end(), c)); };
-    for (const auto& [metric, letter] : {std::pair{"nvlink_up_links", "U"}, {"nvlink_down_links", "D"}, {"nvlink_disabled_links", "X"}}) {
+    for (const auto& [metric, letter] : {std::pair{"nvlink_up_links", "U"}, std::pair{"nvlink_down_links", "D"}, std::pair{"nvlink_disabled_links", "X"}}) {
       Reading& r = b.Add(metric, count(letter), "links", gpu_line);
       r.context["gpu"] = gpu;
       r.context["links"] = std::to_string(tok.size());

@@ -90,7 +90,7 @@ int Index(const std::string& v, size_t from) {
   return i == from ? -1 : n;
 }
 
-int NvCount(const std::string& v) { return StartsWith(v, "NV") ? std::max(0, Index(v, 2)) : 0; }
+int NvCount(const std::string& v) { return StartsWith(v, "NV") && IsTopoCode(v) ? std::max(0, Index(v, 2)) : 0; }
 
 // PIX < PXB < PHB < NODE < SYS: how far a NIC is from a GPU (§3.5).
 int Distance(const std::string& v) {

@@ -338,6 +338,8 @@ int Indent(const std::string& s) {
     else if (c == '\t') n += 4;
     else break;
   }
+  return n;
+}
 
 }  // namespace
 
@@ -359,9 +361,6 @@ bool LooksLikeNvidiaSmiQuery(const std::vector<Line>& lines) {
 }
 
 namespace {
-
-  return n;
-}
 
 bool IsThermalOrHw(const std::string& reason) {
   return reason == "HW Slowdown" || reason == "HW Thermal Slowdown" || reason == "HW Power Brake Slowdown" || reason == "SW Thermal Slowdown";

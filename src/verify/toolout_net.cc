@@ -232,6 +232,7 @@ struct NcclRow {
   double bytes = 0, busbw_oop = 0, busbw_ip = 0, algbw_oop = 0, algbw_ip = 0;
   std::string wrong_oop, wrong_ip;
   size_t lead_columns = 0;  // columns in front of the size (a user-edited table)
+  size_t after_type = 0;    // fields after the data type in a whole row (redop/root, then 2 x 4)
 };
 
 // size count type [redop] [root] time algbw busbw #wrong time algbw busbw #wrong: the size and count are the
@@ -257,6 +258,27 @@ std::optional<NcclRow> ReadNcclRow(const std::vector<std::string>& tok, int line
   r.algbw_oop = *a1, r.busbw_oop = *bb1, r.algbw_ip = *a2, r.busbw_ip = *bb2;
   r.wrong_oop = tok[n - 5], r.wrong_ip = tok[n - 1];
   r.lead_columns = ti - 2;
+  r.after_type = n - ti - 1;
+  return r;
+}
+
+// A last row cut inside its in-place half ("... 36943 116.26 116.26 0 36917 116.34"): when the whole rows
+// before it had the same columns, its out-of-place half (time, algbw, busbw, #wrong) is complete; read that.
+std::optional<NcclRow> ReadCutNcclRow(const std::vector<std::string>& tok, const NcclRow& prev, int line) {
+  const size_t ti = RowTypeIndex(tok);
+  if (ti == 0 || prev.after_type < 8 || ti - 2 != prev.lead_columns) return std::nullopt;
+  const size_t t1 = ti + 1 + (prev.after_type - 8);  // the out-of-place time
+  if (tok.size() < t1 + 4 || tok.size() >= ti + 1 + prev.after_type) return std::nullopt;
+  auto b = Integer(tok[ti - 2]);
+  auto time = Number(tok[t1]), a1 = Number(tok[t1 + 1]), bb1 = Number(tok[t1 + 2]);
+  if (!b || !Integer(tok[ti - 1]) || !time || !a1 || !bb1) return std::nullopt;
+  NcclRow r;
+  r.line = line;
+  r.bytes = static_cast<double>(*b);
+  r.algbw_oop = *a1, r.busbw_oop = *bb1;
+  r.wrong_oop = tok[t1 + 3];
+  r.lead_columns = prev.lead_columns;
+  r.after_type = prev.after_type;
   return r;
 }
 
@@ -364,7 +386,12 @@ void ScanNcclCommand(const Line& l, const std::string& t, NcclScan& sc) {
 // within a run): rows of two interleaved outputs, or a second table, start a new run.
 void AddNcclRow(NcclRow row, Builder& b, NcclScan& sc) {
   int best = -1;
-  for (size_t i = static_cast<size_t>(sc.runs_before_header); i < sc.run_last_bytes.size(); ++i)
+  // Sizes below one element per rank print as 0, several times at the start of one run: a repeated 0 is
+  // not a new run.
+  for (size_t i = static_cast<size_t>(sc.runs_before_header); i < sc.run_last_bytes.size() && row.bytes == 0; ++i)
+    if (sc.run_last_bytes[i] == 0) best = static_cast<int>(i);
+  const bool repeated_zero = best >= 0;
+  for (size_t i = static_cast<size_t>(sc.runs_before_header); !repeated_zero && i < sc.run_last_bytes.size(); ++i)
     if (sc.run_last_bytes[i] < row.bytes && (best < 0 || sc.run_last_bytes[i] > sc.run_last_bytes[static_cast<size_t>(best)])) best = static_cast<int>(i);
   if (best < 0) {
     if (sc.run_last_bytes.size() > static_cast<size_t>(sc.runs_before_header) && !sc.warned_runs) {
@@ -421,6 +448,9 @@ void ScanNcclTableLine(const Line& l, const std::string& t, Builder& b, NcclScan
   if (RowTypeIndex(tok) == 0 && !sc.in_table && sc.rows.empty()) return;  // not a row, no table yet
   std::string why;
   auto row = ReadNcclRow(tok, l.number, &why);
+  if (!row && !sc.rows.empty())
+    if ((row = ReadCutNcclRow(tok, sc.rows.back(), l.number)))
+      b.Warn(l.number, "row cut inside its in-place half: its out-of-place half read, the rest is missing");
   if (!row) {
     b.Warn(l.number, why + "; read " + std::to_string(sc.rows.size()) + " row(s) up to it");
     return;

@@ -185,6 +185,23 @@ TEST(VerifyMechanisms, RowsByShapeWithPrefixesQuotingAndRuns) {
   EXPECT_DOUBLE_EQ(Values(mangled, "busbw_peak_gb_per_s").front(), 9.65);
 }
 
+TEST(VerifyMechanisms, ACutLastRowGivesItsOutOfPlaceHalfAndRepeatedZeroSizesAreOneRun) {
+  const std::string head = "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n";
+  const ToolOutput cut = Parse(head +
+                               "  1073741824     268435456     float     sum      -1   9306.7  115.37  115.37      0   9291.5  115.56  115.56      0\n"
+                               "  2147483648     536870912     float     sum      -1    18535  116.26  116.26      0    18524  116");
+  EXPECT_DOUBLE_EQ(Values(cut, "busbw_peak_gb_per_s").at(0), 116.26);
+  EXPECT_TRUE(std::any_of(cut.warnings.begin(), cut.warnings.end(), [](const ToolWarning& w) { return w.where.line == 3; }));
+  // Cut inside the out-of-place half: nothing read from it.
+  const ToolOutput early = Parse(head + "  1073741824     268435456     float     sum      -1   9306.7  115.37  115.37      0   9291.5  115.56  115.56      0\n"
+                                        "  2147483648     536870912     float     sum      -1    18535  116.26\n");
+  EXPECT_DOUBLE_EQ(Values(early, "busbw_peak_gb_per_s").at(0), 115.56);
+  const ToolOutput zeros = Parse(head + "           0             0     float     sum      -1    34.61    0.00    0.00      0    34.33    0.00    0.00      0\n"
+                                        "           0             0     float     sum      -1    34.43    0.00    0.00      0    35.06    0.00    0.00      0\n"
+                                        "           8             2     float     sum      -1    34.43    0.01    0.01      0    35.06    0.01    0.01      0\n");
+  EXPECT_EQ(Values(zeros, "busbw_peak_gb_per_s").size(), 1u);
+}
+
 TEST(VerifyMechanisms, RanksFromTheCommandLine) {
   const ToolOutput o = Parse(
       "$ mpirun --hostfile h -np 2 ./all_reduce_perf -b 2M -e 16G -f 2 -g 1\n"

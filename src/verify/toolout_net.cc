@@ -233,6 +233,7 @@ struct NcclRow {
   std::string wrong_oop, wrong_ip;
   size_t lead_columns = 0;  // columns in front of the size (a user-edited table)
   size_t after_type = 0;    // fields after the data type in a whole row (redop/root, then 2 x 4)
+  bool rooted = false;      // a root column >= 0 (broadcast, reduce, ...); all-rank collectives print -1
 };
 
 // size count type [redop] [root] time algbw busbw #wrong time algbw busbw #wrong: the size and count are the
@@ -259,6 +260,8 @@ std::optional<NcclRow> ReadNcclRow(const std::vector<std::string>& tok, int line
   r.wrong_oop = tok[n - 5], r.wrong_ip = tok[n - 1];
   r.lead_columns = ti - 2;
   r.after_type = n - ti - 1;
+  if (n - 9 > ti)
+    if (auto root = Integer(tok[n - 9])) r.rooted = *root >= 0;
   return r;
 }
 
@@ -312,6 +315,9 @@ OpGuess InferOp(const std::vector<NcclRow>& rows, long long ranks, bool has_sum)
   std::sort(f.begin(), f.end());
   const double k = f[f.size() / 2];
   const std::string fs = Num(std::round(k * 1000) / 1000);
+  // A root column (>= 0) with factor 1: broadcast, or reduce when the rows carry a sum reduction.
+  if (std::abs(k - 1) <= 0.02 && std::all_of(rows.begin(), rows.end(), [](const NcclRow& r) { return r.rooted; }))
+    return {has_sum ? "reduce" : "broadcast", "bus factor 1 and a root column" + std::string(has_sum ? " with a sum reduction" : ", no reduction"), ranks};
   const std::string reduce_kind = has_sum ? "reduce_scatter" : "all_gather_or_alltoall";
   if (ranks == 0) {
     // Solve the factor for n; above 16 ranks neighbouring n differ by less than the printed digits.

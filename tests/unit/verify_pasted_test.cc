@@ -200,6 +200,10 @@ TEST(VerifyMechanisms, ACutLastRowGivesItsOutOfPlaceHalfAndRepeatedZeroSizesAreO
                                         "           0             0     float     sum      -1    34.43    0.00    0.00      0    35.06    0.00    0.00      0\n"
                                         "           8             2     float     sum      -1    34.43    0.01    0.01      0    35.06    0.01    0.01      0\n");
   EXPECT_EQ(Values(zeros, "busbw_peak_gb_per_s").size(), 1u);
+  // The old format's root column (0, no redop) with factor 1 is broadcast, not sendrecv or all_reduce.
+  const ToolOutput bcast = Parse("#       size         count    type    root     time   algbw   busbw  error     time   algbw   busbw  error\n"
+                                 "  1073741824     268435456   float       0   4769.2  225.14  225.14    N/A   4697.5  228.58  228.58    N/A\n");
+  EXPECT_EQ(Find(bcast, "busbw_peak_gb_per_s")->context.at("op"), "broadcast");
 }
 
 TEST(VerifyMechanisms, RanksFromTheCommandLine) {

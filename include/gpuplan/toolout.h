@@ -27,6 +27,8 @@ enum class ToolKind {
   kFioJson,        // fio --output-format=json
   kDcgmiDiag,      // dcgmi diag -r N
   kNcclDebug,      // NCCL_DEBUG=INFO log lines (NET/IB, NET/Socket, P2P, NVLS, WARN completions)
+  kNvidiaSmiTopoPci,  // nvidia-smi topo -mp (the PCIe-only matrix: never shows NVLink)
+  kDcgmiNvlink,       // dcgmi nvlink --link-status (U up, D down, X disabled per link)
 };
 std::string ToString(ToolKind k);  // "nccl-tests", "perftest", "nvidia-smi-topo", ...
 

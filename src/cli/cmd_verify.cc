@@ -140,7 +140,9 @@ void PrintText(const VerifyReport& rep, const std::optional<PlanContext>& plan) 
     }
   Appendf(&out, "\nsummary: %d pass, %d warn, %d fail, %d n/a", rep.passes, rep.warnings, rep.failures, rep.not_applicable);
   if (!rep.unrecognised.empty()) Appendf(&out, ", %zu unrecognised file(s)", rep.unrecognised.size());
-  Appendf(&out, " -> exit %d\n", rep.ExitCode());
+  Appendf(&out, " -> exit %d", rep.ExitCode());
+  if (!rep.unrecognised.empty() && rep.failures > 0) Appendf(&out, " (a check failed; the unrecognised file(s) were not read)");
+  Appendf(&out, "\n");
   PrintFitted(out);
 }
 
@@ -155,7 +157,8 @@ int CmdVerify(const std::vector<std::string>& argv) {
                 "Reads nccl-tests/rccl-tests, perftest (ib_write_bw, ib_read_bw, ib_*_lat), nvidia-smi (topo -m, topo -p2p, -q,\n"
                 "the table, nvlink -s), lspci -vv, ibstat, fio JSON, dcgmi diag and NCCL_DEBUG=INFO logs (the kind is read from the\n"
                 "content), and checks each against data/checks.csv and, with --plan, against what the plan assumed.\n"
-                "Exit codes: 0 every check passed (warnings allowed), 2 a check failed, 1 bad input (an unrecognised file).\n\n%s",
+                "Exit codes: 0 every check passed (warnings allowed), 2 a check failed (whatever else the batch holds),\n"
+                "1 bad input (an unrecognised file, when no check failed).\n\n%s",
                 FlagHelp(VerifyFlags(), false).c_str());
     return 0;
   }

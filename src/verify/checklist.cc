@@ -4,6 +4,8 @@
 #include <cmath>
 
 #include "gpuplan/checks.h"
+#include "gpuplan/csv.h"
+#include "gpuplan/data.h"
 #include "gpuplan/report.h"
 
 namespace gpuplan {
@@ -110,7 +112,24 @@ ChecklistStep Topology(const HardwareContext& hw, bool amd, bool multi) {
   return s;
 }
 
-ChecklistStep Clocks() {
+// data/gpu_ecc.csv: the cards without ECC memory (GeForce); a GPU not listed has ECC.
+bool HasEcc(const std::string& gpu_id) {
+  auto t = ParseCsv(std::string(EmbeddedData("gpu_ecc.csv")), "data/gpu_ecc.csv");
+  if (!t.ok()) return true;
+  for (const auto& row : t->rows) {
+    CsvRecord rec(*t, row);
+    if (rec.Str("gpu") == gpu_id) return rec.Str("ecc") != "no";
+  }
+  return true;
+}
+
+ChecklistStep Clocks(const HardwareContext& hw) {
+  if (!HasEcc(hw.gpu.id))
+    return {"clocks and throttle reasons (nvidia-smi -q), under load",
+            {"nvidia-smi -q -d CLOCK,PERFORMANCE > clocks.txt   # while the collectives run", "nvidia-smi -q > nvsmi-q.txt"},
+            "clocks.txt nvsmi-q.txt",
+            "no thermal or HW slowdown active; temperature <= 80 C (" + hw.gpu.id + " has no ECC memory: nvidia-smi shows ECC N/A; data/gpu_ecc.csv)",
+            "over about 80 C the clock drops (docs/troubleshooting.md#throttling)"};
   return {"clocks, throttle reasons, ECC and retired pages (nvidia-smi -q), under load",
           {"nvidia-smi -q -d CLOCK,PERFORMANCE > clocks.txt   # while the collectives run", "nvidia-smi -q > nvsmi-q.txt"},
           "clocks.txt nvsmi-q.txt",
@@ -199,7 +218,7 @@ Result<std::vector<ChecklistStep>> BuildChecklist(const PlanContext& pc, const C
   const bool multi = lp.nodes > 1;
   const bool amd = hw.gpu.vendor == "amd";
   std::vector<ChecklistStep> steps = {TinyJob(lp, hw, amd, plan_file), Topology(hw, amd, multi)};
-  if (!amd) steps.push_back(Clocks());
+  if (!amd) steps.push_back(Clocks(hw));
   steps.push_back(Pcie(hw, amd));
   if (multi)
     for (auto& s : Rdma(pc, catalog, rules)) steps.push_back(std::move(s));

@@ -9,6 +9,7 @@
 
 #include "gpuplan/csv.h"
 #include "gpuplan/data.h"
+#include "gpuplan/input_file.h"
 #include "gpuplan/plan.h"
 #include "gpuplan/strings.h"
 
@@ -113,7 +114,7 @@ Result<PlanContext> MakePlanContext(const LaunchPlan& plan, const Catalog& catal
 }
 
 Result<LaunchPlan> LoadPlanFile(const std::string& path, int64_t row, const Catalog& catalog, const Calibration& cal, const std::string& row_flag) {
-  auto text = ReadTextFile(path);
+  auto text = ReadInputFile(path);  // regular files only, size-capped
   if (!text.ok()) return text.status();
   if (IsPlanJson(*text)) {
     auto lp = LaunchPlanFromPlanJson(*text, path, row, catalog, cal);
@@ -198,7 +199,10 @@ Keys KeysOf(const Reading& r, const OutputFacts& facts, const VerifyOptions& o) 
     k["plan_p2p"] = p.hw.gpu.p2p ? "yes" : "no";
     k["plan_storage"] = p.hw.storage && p.hw.storage->read_bytes_per_s ? "yes" : "no";
     // A count the output does not give is the plan's (the run is the plan's machine).
-    if (r.kind == ToolKind::kNcclTests && !k.count("ranks")) k["ranks"] = std::to_string(p.plan.nodes * p.plan.gpus_per_node);
+    if (r.kind == ToolKind::kNcclTests && !k.count("ranks")) {
+      k["ranks"] = std::to_string(p.plan.nodes * p.plan.gpus_per_node);
+      k["ranks_from"] = "assumed: the plan's (the output does not say)";
+    }
   } else {
     k["rdma_expected"] = "yes";
   }
@@ -271,15 +275,21 @@ Expected PlanBusbw(double thr, const Reading& r, const PlanContext& p) {
   auto c = CollectiveOf(op);
   if (!c) return {std::nullopt, "", "the model has no " + op + " collective"};
   const double bytes = ctx("msg_bytes").value_or(0);
-  const double n = ctx("ranks").value_or(static_cast<double>(p.plan.nodes * p.plan.gpus_per_node));
-  double per_node = std::min(n, static_cast<double>(p.plan.gpus_per_node));
-  if (auto nodes = ctx("nodes"); nodes && *nodes > 0) per_node = std::ceil(n / *nodes);
+  // Ranks and nodes as the output states them; what it does not state is the plan's, and the message says so.
+  const auto out_ranks = ctx("ranks");
+  const double n = out_ranks.value_or(static_cast<double>(p.plan.nodes * p.plan.gpus_per_node));
+  std::string assumed = out_ranks ? Fmt(n) + " ranks (" + (r.context.count("ranks_from") ? r.context.at("ranks_from") : std::string("the output")) + ")"
+                                  : Fmt(n) + " ranks (assumed: the plan's; the output does not say)";
+  double nodes = static_cast<double>(p.plan.nodes);
+  if (auto x = ctx("nodes"); x && *x > 0) nodes = *x, assumed += ", " + Fmt(nodes) + " node(s) (the output)";
+  else nodes = std::min(nodes, n), assumed += ", " + Fmt(nodes) + " node(s) (assumed: the plan's; the output does not say)";
+  const double per_node = std::ceil(n / std::max(1.0, nodes));
   if (bytes <= 0 || n < 2) return {std::nullopt, "", "no message size or fewer than 2 ranks"};
   const double model = BusBandwidth(*c, bytes, static_cast<int64_t>(n), static_cast<int64_t>(per_node), p.hw) / 1e9;
   if (model <= 0) return {std::nullopt, "", "the model gives no bus bandwidth for it"};
   return {thr * model,
           Fmt(thr * 100) + "% of " + Fmt(model) + " GB/s, the plan's " + (op == "unknown" ? "all_reduce (op not in the output)" : op == "all_gather_or_alltoall" ? "all_gather (or alltoall: same bus factor)" : op) + " bus bandwidth at " +
-              Bytes(bytes) + " over " + Fmt(n) + " ranks, " + Fmt(per_node) + " per node (" + p.hw.gpu.id + ", " + p.hw.intra.id +
+              Bytes(bytes) + " over " + assumed + ", " + Fmt(per_node) + " per node (" + p.hw.gpu.id + ", " + p.hw.intra.id +
               (p.plan.nodes > 1 ? ", " + p.hw.inter.id : "") + "; docs/model/communication.md)",
           ""};
 }
@@ -437,9 +447,11 @@ VerifyReport RunChecks(std::vector<ToolOutput> outputs, const VerifyOptions& opt
   return rep;
 }
 
+// A failed check is the answer whatever else the batch holds: 2 even when another file is unrecognised
+// (the report says which); 1 only when nothing failed and a file could not be read.
 int VerifyReport::ExitCode() const {
-  if (!unrecognised.empty()) return 1;
-  return failures > 0 ? 2 : 0;
+  if (failures > 0) return 2;
+  return unrecognised.empty() ? 0 : 1;
 }
 
 std::vector<Reading> VerifyReadings(const VerifyReport& report) { return FlattenReadings(report.outputs); }

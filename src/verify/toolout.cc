@@ -8,10 +8,13 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "gpuplan/csv.h"
+#include "gpuplan/data.h"
+#include "gpuplan/input_file.h"
 #include "gpuplan/strings.h"
 #include "toolout_internal.h"
 
@@ -78,7 +81,40 @@ std::string Num(double v) {
   return buf;
 }
 
+namespace {
+
+struct ReadingRange {
+  double min = 0, max = 0;
+};
+
+// data/reading_ranges.csv: the plausible range of a reading per unit (compiled in; a unit not listed is not checked).
+const std::map<std::string, ReadingRange>& Ranges() {
+  static const std::map<std::string, ReadingRange> ranges = [] {
+    std::map<std::string, ReadingRange> m;
+    auto t = ParseCsv(std::string(EmbeddedData("reading_ranges.csv")), "data/reading_ranges.csv");
+    if (!t.ok()) return m;
+    for (const auto& row : t->rows) {
+      CsvRecord rec(*t, row);
+      auto lo = Number(rec.Str("min")), hi = Number(rec.Str("max"));
+      if (lo && hi) m[rec.Str("unit")] = {*lo, *hi};
+    }
+    return m;
+  }();
+  return ranges;
+}
+
+}  // namespace
+
 Reading& Builder::Add(const std::string& metric, double value, const std::string& unit, int line) {
+  const auto range = Ranges().find(unit);
+  if (!std::isfinite(value) || (range != Ranges().end() && (value < range->second.min || value > range->second.max))) {
+    std::string why = !std::isfinite(value) ? "not a finite number"
+                                            : "outside the plausible range " + Num(range->second.min) + ".." + Num(range->second.max) + " " + unit +
+                                                  " (data/reading_ranges.csv)";
+    Warn(line, metric + " = " + (std::isfinite(value) ? Num(value) : std::string("not a number")) + " " + unit + ": " + why + "; not read");
+    scratch_ = Reading{};
+    return scratch_;
+  }
   Reading r;
   r.kind = out_.kind;
   r.tool = out_.tool;
@@ -96,7 +132,83 @@ Reading& Builder::AddState(const std::string& metric, const std::string& text, i
   return r;
 }
 
-void Builder::Warn(int line, const std::string& message) { out_.warnings.push_back({{out_.file, line, ""}, message}); }
+// A warning quotes the text it could not read: cut to a readable length (a line of 1 MB of digits stays a line).
+void Builder::Warn(int line, const std::string& message) {
+  out_.warnings.push_back({{out_.file, line, ""}, message.size() > 300 ? message.substr(0, 297) + "..." : message});
+}
+
+std::string StripMarkdown(const std::string& s) {
+  std::string t = s;
+  for (;;) {  // "> " quote markers (nested replies repeat them)
+    size_t i = 0;
+    while (i < t.size() && (t[i] == ' ' || t[i] == '\t')) ++i;
+    if (i < t.size() && t[i] == '>' && (i + 1 == t.size() || t[i + 1] == ' ')) t = t.substr(std::min(t.size(), i + 2));
+    else break;
+  }
+  if (StartsWith(Trim(t), "```")) return "";
+  for (size_t p = t.find("**"); p != std::string::npos; p = t.find("**", p)) t.erase(p, 2);
+  return t;
+}
+
+std::string StripRankPrefix(const std::string& s) {
+  if (auto p = s.find("<stdout>:"); p != std::string::npos && s.find('[') < p) return s.substr(p + 9);
+  if (auto p = s.find("<stderr>:"); p != std::string::npos && s.find('[') < p) return s.substr(p + 9);
+  size_t i = 0;
+  while (i < s.size() && s[i] == ' ') ++i;
+  size_t j = i;
+  while (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j]))) ++j;
+  if (j > i && j < s.size() && s[j] == ':' && (j + 1 == s.size() || s[j + 1] == ' ')) return s.substr(j + 1);
+  return s;
+}
+
+namespace {
+
+struct FailurePattern {
+  std::string id, context, match, pattern, severity, what, source;
+  std::vector<std::string> kinds;
+};
+
+// data/failure_lines.csv (compiled in): the lines each tool prints when its run failed.
+const std::vector<FailurePattern>& FailurePatterns() {
+  static const std::vector<FailurePattern> patterns = [] {
+    std::vector<FailurePattern> v;
+    auto t = ParseCsv(std::string(EmbeddedData("failure_lines.csv")), "data/failure_lines.csv");
+    if (!t.ok()) return v;
+    for (const auto& row : t->rows) {
+      CsvRecord rec(*t, row);
+      FailurePattern f{rec.Str("id"), rec.Str("context"), rec.Str("match"), rec.Str("pattern"), rec.Str("severity"), rec.Str("what"), rec.Str("source"), {}};
+      for (const auto& k : SplitList(rec.Str("kinds"), ',')) f.kinds.push_back(Trim(k));
+      if (!f.pattern.empty()) v.push_back(std::move(f));
+    }
+    return v;
+  }();
+  return patterns;
+}
+
+bool Matches(const FailurePattern& f, const std::string& t, const std::string& kind) {
+  if (std::find(f.kinds.begin(), f.kinds.end(), "*") == f.kinds.end() && std::find(f.kinds.begin(), f.kinds.end(), kind) == f.kinds.end()) return false;
+  if (!f.context.empty() && !Contains(t, f.context)) return false;
+  return f.match == "prefix" ? StartsWith(t, f.pattern) : Contains(t, f.pattern);
+}
+
+}  // namespace
+
+void ScanFailureLines(const std::vector<Line>& lines, ToolOutput& out) {
+  Builder b(out);
+  const std::string kind = ToString(out.kind);
+  for (const auto& l : lines) {
+    if (l.text.size() > 4096) continue;  // no tool prints such a line; the parsers warn about it
+    const std::string t = Trim(StripRankPrefix(StripMarkdown(l.text)));
+    for (const auto& f : FailurePatterns()) {
+      if (!Matches(f, t, kind)) continue;
+      Reading& r = b.AddState("failure_line", t.size() > 160 ? t.substr(0, 157) + "..." : t, l.number);
+      r.context["pattern"] = f.id;
+      r.context["severity"] = f.severity;
+      r.context["what"] = f.what;
+      break;  // one finding per line
+    }
+  }
+}
 
 // ---- lspci -vv ----
 
@@ -138,12 +250,59 @@ LinkFields ReadLinkFields(const std::string& t) {
   return f;
 }
 
+struct PciClass {
+  std::string cls, class_name, vendor, vendor_name, name_contains, role;
+};
+
+// data/pci_devices.csv (compiled in): the PCI classes and vendors whose links the PCIe checks judge.
+const std::vector<PciClass>& PciClasses() {
+  static const std::vector<PciClass> classes = [] {
+    std::vector<PciClass> v;
+    auto t = ParseCsv(std::string(EmbeddedData("pci_devices.csv")), "data/pci_devices.csv");
+    if (!t.ok()) return v;
+    for (const auto& row : t->rows) {
+      CsvRecord rec(*t, row);
+      v.push_back({Lower(rec.Str("class")), Lower(rec.Str("class_name")), Lower(rec.Str("vendor")), Lower(rec.Str("vendor_name")),
+                   Lower(rec.Str("name_contains")), rec.Str("role")});
+    }
+    return v;
+  }();
+  return classes;
+}
+
+// "17:00.0 3D controller: NVIDIA Corporation Device 2330" (or with -nn: "3D controller [0302]: ... [10de:2330]") -> "gpu",
+// "nic", or "" (switch ports, bridges, storage, BMC NICs: not judged).
+std::string PciRole(const std::string& header) {
+  const std::string h = Lower(header);
+  const size_t colon = h.find(": ", h.find(' '));
+  if (colon == std::string::npos) return "";
+  const std::string cls = Trim(h.substr(h.find(' ') + 1, colon - h.find(' ') - 1)), rest = h.substr(colon + 2);
+  for (const auto& c : PciClasses()) {
+    const bool class_ok = StartsWith(cls, c.class_name) || Contains(cls, "[" + c.cls + "]");
+    const bool vendor_ok = StartsWith(rest, c.vendor_name) || Contains(rest, "[" + c.vendor + ":");
+    if (class_ok && vendor_ok && (c.name_contains.empty() || Contains(rest, c.name_contains))) return c.role;
+  }
+  return "";
+}
+
+// A device header: "17:00.0 ..." or "0000:17:00.0 ..." at the start of a line.
+bool IsPciHeader(const std::string& raw) {
+  if (raw.empty() || std::isspace(static_cast<unsigned char>(raw[0]))) return false;
+  const std::string first = Tokens(raw).empty() ? "" : Tokens(raw)[0];
+  const size_t dot = first.rfind('.');
+  return dot != std::string::npos && dot >= 5 && first[dot - 3] == ':' && std::count(first.begin(), first.end(), ':') >= 1 &&
+         std::all_of(first.begin(), first.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) || c == ':' || c == '.'; });
+}
+
 }  // namespace
 
 void ParseLspci(const std::vector<Line>& lines, ToolOutput& out) {
   Builder b(out);
   out.tool = "lspci";
-  std::string device;
+  std::string device, role;
+  bool judged = true;
+  int skipped = 0, skipped_downgraded = 0, first_skipped = 0;
+  std::set<std::string> skipped_devices;
   LinkFields cap;
   for (const auto& l : lines) {
     const std::string t = Trim(l.text);
@@ -151,16 +310,23 @@ void ParseLspci(const std::vector<Line>& lines, ToolOutput& out) {
     if (auto p = t.find(" -s "); StartsWith(t, "#") && p != std::string::npos) {
       auto tok = Tokens(t.substr(p + 4));
       device = tok.empty() ? "" : tok[0];
-      cap = {};
+      cap = {}, judged = true, role.clear();
       continue;
     }
-    if (!l.text.empty() && !std::isspace(static_cast<unsigned char>(l.text[0])) && t.size() > 7 && t[2] == ':' && t[5] == '.') {
+    if (IsPciHeader(l.text)) {
       device = Tokens(t)[0];
+      role = PciRole(t);
+      judged = !role.empty();
       cap = {};
       continue;
     }
     const bool is_cap = StartsWith(t, "LnkCap:"), is_sta = StartsWith(t, "LnkSta:");
     if (!is_cap && !is_sta) continue;
+    if (!judged) {  // a switch port, bridge, storage controller or BMC NIC: its link is not the GPU's or the fabric's
+      if (is_sta && skipped_devices.insert(device).second) ++skipped, first_skipped = first_skipped ? first_skipped : l.number;
+      if (is_sta && Contains(t, "(downgraded)")) ++skipped_downgraded;
+      continue;
+    }
     LinkFields f = ReadLinkFields(t);
     if (!f.speed_gt_per_s && !f.width) {
       b.Warn(l.number, "'" + t.substr(0, 7) + "' without Speed or Width: cannot read the link");
@@ -169,6 +335,7 @@ void ParseLspci(const std::vector<Line>& lines, ToolOutput& out) {
     auto add = [&](const std::string& metric, double v, const std::string& unit) {
       Reading& r = b.Add(metric, v, unit, l.number);
       if (!device.empty()) r.context["device"] = device;
+      r.context["role"] = role.empty() ? "unknown (no device header: a fragment)" : role;
       return &r;
     };
     if (is_cap) {
@@ -191,7 +358,13 @@ void ParseLspci(const std::vector<Line>& lines, ToolOutput& out) {
     if (f.width) {
       Reading* r = add("pcie_width", *f.width, "lanes");
       if (cap.width) r->context["cap_width"] = Num(*cap.width);
+      if (Contains(t.substr(t.find("Width")), "(downgraded)")) r->context["lnksta"] = "downgraded";
     }
+  }
+  if (skipped > 0) {
+    Reading& r = b.Add("pcie_links_not_judged", skipped, "count", first_skipped);
+    r.context["downgraded"] = std::to_string(skipped_downgraded);
+    r.context["why"] = "not a GPU or a fabric NIC by PCI class and vendor (data/pci_devices.csv): switch ports, bridges, storage, BMC NICs";
   }
 }
 
@@ -224,7 +397,7 @@ void ParseIbstat(const std::vector<Line>& lines, ToolOutput& out) {
     if (port_fields.count("Physical state")) ctx(b.AddState("port_physical_state", port_fields["Physical state"], port_line));
     if (port_fields.count("Rate")) {
       if (auto v = Number(port_fields["Rate"])) ctx(b.Add("port_rate_gbit_per_s", *v, "Gb/s", port_line));
-      else b.Warn(port_line, "port " + port + " of " + ca + ": Rate '" + port_fields["Rate"] + "' is not a number");
+      else b.Warn(port_line, "port " + port + " of " + ca + ": Rate '" + port_fields["Rate"].substr(0, 40) + (port_fields["Rate"].size() > 40 ? "..." : "") + "' is not a number");
     }
     port.clear();
     port_fields.clear();
@@ -368,6 +541,49 @@ void ParseDcgmi(const std::vector<Line>& lines, ToolOutput& out) {
   if (entries.empty()) b.Warn(0, "dcgmi diag table without a result row");
 }
 
+// ---- dcgmi nvlink --link-status ----
+
+namespace {
+
+// "D D D U ..." (one letter per link: U up, D down, X disabled, _ not supported)
+bool IsLinkLetters(const std::vector<std::string>& tok) {
+  return !tok.empty() && std::all_of(tok.begin(), tok.end(), [](const std::string& x) { return x == "U" || x == "D" || x == "X" || x == "_"; });
+}
+
+}  // namespace
+
+bool LooksLikeDcgmiNvlink(const std::vector<Line>& lines) {
+  for (size_t i = 0; i + 1 < lines.size(); ++i)
+    if (StartsWith(Trim(lines[i].text), "gpuId ") && IsLinkLetters(Tokens(lines[i + 1].text))) return true;
+  return false;
+}
+
+void ParseDcgmiNvlink(const std::vector<Line>& lines, ToolOutput& out) {
+  Builder b(out);
+  std::string gpu;
+  int gpu_line = 0;
+  for (const auto& l : lines) {
+    const std::string t = Trim(l.text);
+    if (StartsWith(t, "gpuId ")) {
+      gpu = Trim(t.substr(6, t.find(':') == std::string::npos ? std::string::npos : t.find(':') - 6));
+      gpu_line = l.number;
+      continue;
+    }
+    const auto tok = Tokens(t);
+    if (gpu.empty() || !IsLinkLetters(tok)) continue;
+    const auto count = [&](const char* c) { return static_cast<double>(std::count(tok.begin(), tok.end(), c)); };
+    for (const auto& [metric, letter] : {std::pair{"nvlink_up_links", "U"}, std::pair{"nvlink_down_links", "D"}, std::pair{"nvlink_disabled_links", "X"}}) {
+      Reading& r = b.Add(metric, count(letter), "links", gpu_line);
+      r.context["gpu"] = gpu;
+      r.context["links"] = std::to_string(tok.size());
+    }
+    gpu.clear();
+  }
+  // `dcgmi nvlink` and `dcgmi diag` pasted together: read the diag table too.
+  if (LooksLikeDcgmi(lines)) ParseDcgmi(lines, out);
+  out.tool = out.tool.empty() ? "dcgmi nvlink --link-status" : "dcgmi nvlink --link-status + " + out.tool;
+}
+
 // ---- fio --output-format=json ----
 
 bool LooksLikeFio(const std::string& text) {
@@ -389,19 +605,90 @@ std::string JsonString(const nlohmann::json& o, const char* key) {
   return "";
 }
 
+
+// Builds the document value by value, so a JSON cut short keeps everything before the cut.
+class PartialJson : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  nlohmann::json root;
+  std::optional<size_t> error_byte;
+  std::string error;
+
+  bool null() override { return Put(nullptr); }
+  bool boolean(bool v) override { return Put(v); }
+  bool number_integer(number_integer_t v) override { return Put(v); }
+  bool number_unsigned(number_unsigned_t v) override { return Put(v); }
+  bool number_float(number_float_t v, const string_t&) override { return Put(v); }
+  bool string(string_t& v) override { return Put(v); }
+  bool binary(binary_t&) override { return Put(nullptr); }
+  bool start_object(std::size_t) override { return Open(nlohmann::json::object()); }
+  bool start_array(std::size_t) override { return Open(nlohmann::json::array()); }
+  bool end_object() override { return Close(); }
+  bool end_array() override { return Close(); }
+  bool key(string_t& k) override {
+    key_ = k;
+    return true;
+  }
+  bool parse_error(std::size_t byte, const std::string&, const nlohmann::detail::exception& e) override {
+    error_byte = byte;
+    error = e.what();
+    return false;
+  }
+
+ private:
+  nlohmann::json* Insert(nlohmann::json v) {
+    if (stack_.empty()) {
+      root = std::move(v);
+      return &root;
+    }
+    nlohmann::json& top = *stack_.back();
+    if (top.is_object()) return &(top[key_] = std::move(v));
+    top.push_back(std::move(v));
+    return &top.back();
+  }
+  bool Put(nlohmann::json v) {
+    Insert(std::move(v));
+    return true;
+  }
+  bool Open(nlohmann::json v) {
+    if (stack_.size() > 256) return false;  // deeper than any fio output: bounded recursion
+    stack_.push_back(Insert(std::move(v)));
+    return true;
+  }
+  bool Close() {
+    if (!stack_.empty()) stack_.pop_back();
+    return true;
+  }
+  std::vector<nlohmann::json*> stack_;
+  std::string key_;
+};
+
+// Where the JSON starts: the first line that begins with '{' (a shell prompt or fio's text header may come first).
+size_t JsonStart(const std::string& text) {
+  if (StartsWith(text, "{")) return 0;
+  for (size_t p = text.find('\n'); p != std::string::npos; p = text.find('\n', p + 1)) {
+    size_t q = p + 1;
+    while (q < text.size() && (text[q] == ' ' || text[q] == '\t')) ++q;
+    if (q < text.size() && text[q] == '{') return q;
+  }
+  return text.find('{');
+}
+
 }  // namespace
 
 void ParseFio(const std::string& text, ToolOutput& out) {
   Builder b(out);
   out.tool = "fio";
-  const size_t brace = text.find('{');
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(text.substr(brace));
-  } catch (const nlohmann::json::parse_error& e) {
-    const int line = LineOfOffset(text, brace + (e.byte > 0 ? e.byte - 1 : 0));
-    b.Warn(line, std::string("fio JSON does not parse (cut short?): ") + e.what() + "; nothing read");
-    return;
+  const size_t brace = JsonStart(text);
+  PartialJson sax;
+  nlohmann::json::sax_parse(text.begin() + static_cast<long>(brace), text.end(), &sax, nlohmann::json::input_format_t::json, false);
+  nlohmann::json doc = std::move(sax.root);
+  if (sax.error_byte) {
+    const int line = LineOfOffset(text, brace + (*sax.error_byte > 0 ? *sax.error_byte - 1 : 0));
+    if (!doc.is_object()) {
+      b.Warn(line, "fio JSON does not parse: " + sax.error + "; nothing read");
+      return;
+    }
+    b.Warn(line, "fio JSON stops here (cut short: the output is truncated); read the values before this line");
   }
   const std::string version = JsonString(doc, "fio version");
   const nlohmann::json global = doc.value("global options", nlohmann::json::object());
@@ -414,6 +701,7 @@ void ParseFio(const std::string& text, ToolOutput& out) {
   for (size_t p = text.find("\"jobname\""); p != std::string::npos; p = text.find("\"jobname\"", p + 1)) job_lines.push_back(LineOfOffset(text, p));
   size_t idx = 0;
   for (const auto& job : doc["jobs"]) {
+    if (!job.is_object()) continue;
     const int line = idx < job_lines.size() ? job_lines[idx] : LineOfOffset(text, brace);
     ++idx;
     const nlohmann::json opts = job.value("job options", nlohmann::json::object());
@@ -421,25 +709,32 @@ void ParseFio(const std::string& text, ToolOutput& out) {
       std::string v = JsonString(opts, k);
       return v.empty() ? JsonString(global, k) : v;
     };
+    int read_sections = 0;
     for (const char* rw : {"read", "write"}) {
       if (!job.contains(rw) || !job[rw].is_object()) continue;
       const auto& d = job[rw];
-      const double io = d.value("io_bytes", 0.0), bw = d.value("bw", 0.0);
+      auto num = [&](const nlohmann::json& o, const char* k) { return o.is_object() && o.contains(k) && o[k].is_number() ? o[k].get<double>() : 0.0; };
+      const double io = num(d, "io_bytes"), bw = num(d, "bw");
       if (io <= 0 && bw <= 0) continue;
-      auto ctx = [&](Reading& r) {
+      auto ctx = [&](Reading& r) -> Reading& {
         r.context["job"] = JsonString(job, "jobname");
         r.context["rw"] = rw;
         r.context["fio_version"] = version;
         for (const char* k : {"rw", "bs", "iodepth", "numjobs", "filename", "ioengine", "direct"})
           if (std::string v = opt(k); !v.empty()) r.context[std::string(k) == "rw" ? "pattern" : k] = v;
+        return r;
       };
+      ++read_sections;
       ctx(b.Add("bw_kib_per_s", bw, "KiB/s", line));
-      ctx(b.Add("iops", d.value("iops", 0.0), "IOPS", line));
+      if (d.contains("iops") && d["iops"].is_number()) ctx(b.Add("iops", num(d, "iops"), "IOPS", line));
       // fio >= 3 reports clat_ns; 2.x reports clat in microseconds.
-      if (d.contains("clat_ns") && d["clat_ns"].is_object()) ctx(b.Add("clat_mean_us", d["clat_ns"].value("mean", 0.0) / 1000, "us", line));
-      else if (d.contains("clat") && d["clat"].is_object()) ctx(b.Add("clat_mean_us", d["clat"].value("mean", 0.0), "us", line));
+      if (d.contains("clat_ns") && d["clat_ns"].is_object() && d["clat_ns"].contains("mean")) ctx(b.Add("clat_mean_us", num(d["clat_ns"], "mean") / 1000, "us", line)).context["clat_unit"] = "ns (fio 3)";
+      else if (d.contains("clat") && d["clat"].is_object() && d["clat"].contains("mean")) ctx(b.Add("clat_mean_us", num(d["clat"], "mean"), "us", line)).context["clat_unit"] = "us (fio 2)";
     }
-    if (job.value("error", 0) != 0) b.Warn(line, "fio job '" + JsonString(job, "jobname") + "' reports error " + JsonString(job, "error"));
+    if (read_sections == 0)
+      b.Warn(line, "fio job '" + JsonString(job, "jobname") + "': no read or write section with data (a direction it did not run is all zeros; "
+                   "a section after the cut is missing): no bandwidth read for it");
+    if (job.contains("error") && job["error"].is_number() && job["error"].get<double>() != 0) b.Warn(line, "fio job '" + JsonString(job, "jobname") + "' reports error " + JsonString(job, "error"));
   }
   if (doc["jobs"].empty()) b.Warn(LineOfOffset(text, brace), "fio JSON with no job");
 }
@@ -462,6 +757,8 @@ std::string ToString(ToolKind k) {
     case ToolKind::kFioJson: return "fio-json";
     case ToolKind::kDcgmiDiag: return "dcgmi-diag";
     case ToolKind::kNcclDebug: return "nccl-debug";
+    case ToolKind::kNvidiaSmiTopoPci: return "nvidia-smi-topo-mp";
+    case ToolKind::kDcgmiNvlink: return "dcgmi-nvlink";
   }
   return "unrecognised";
 }
@@ -473,9 +770,10 @@ ToolKind DetectToolOutput(const std::string& text) {
   if (LooksLikeNcclTests(lines)) return ToolKind::kNcclTests;
   if (LooksLikePerftest(lines)) return ToolKind::kPerftest;
   if (LooksLikePerftestTable(lines)) return ToolKind::kPerftestTable;
+  if (LooksLikeDcgmiNvlink(lines)) return ToolKind::kDcgmiNvlink;
   if (LooksLikeDcgmi(lines)) return ToolKind::kDcgmiDiag;
   bool p2p = false;
-  if (LooksLikeTopo(lines, &p2p)) return p2p ? ToolKind::kNvidiaSmiP2p : ToolKind::kNvidiaSmiTopo;
+  if (LooksLikeTopo(lines, &p2p)) return p2p ? ToolKind::kNvidiaSmiP2p : IsTopoPciOnly(lines) ? ToolKind::kNvidiaSmiTopoPci : ToolKind::kNvidiaSmiTopo;
   if (LooksLikeNvidiaSmiTable(lines)) return ToolKind::kNvidiaSmi;
   if (LooksLikeNvlinkStatus(lines)) return ToolKind::kNvlinkStatus;
   if (LooksLikeNvidiaSmiQuery(lines)) return ToolKind::kNvidiaSmiQuery;
@@ -495,7 +793,7 @@ ToolOutput ParseToolOutput(const std::string& text, const std::string& file) {
     case ToolKind::kUnknown:
       out.warnings.push_back({{file, 0, ""},
                               "not a recognised tool output (nccl-tests, perftest, nvidia-smi, lspci, ibstat, fio JSON, dcgmi diag, "
-                              "NCCL_DEBUG=INFO log): nothing read"});
+                              "dcgmi nvlink, NCCL_DEBUG=INFO log): nothing read"});
       break;
     case ToolKind::kNcclTests: ParseNcclTests(lines, out); break;
     case ToolKind::kPerftest: ParsePerftest(lines, out); break;
@@ -510,14 +808,17 @@ ToolOutput ParseToolOutput(const std::string& text, const std::string& file) {
     case ToolKind::kFioJson: ParseFio(text, out); break;
     case ToolKind::kDcgmiDiag: ParseDcgmi(lines, out); break;
     case ToolKind::kNcclDebug: ParseNcclDebug(lines, out); break;
+    case ToolKind::kNvidiaSmiTopoPci: ParseTopoPci(lines, out); break;
+    case ToolKind::kDcgmiNvlink: ParseDcgmiNvlink(lines, out); break;
   }
+  if (out.kind != ToolKind::kUnknown) ScanFailureLines(lines, out);
   if (out.kind != ToolKind::kUnknown && out.readings.empty() && out.warnings.empty())
     out.warnings.push_back({{file, 0, ""}, "recognised as " + ToString(out.kind) + " but no number could be read from it"});
   return out;
 }
 
 Result<ToolOutput> ReadToolOutput(const std::string& path) {
-  auto text = ReadTextFile(path);
+  auto text = ReadInputFile(path);  // regular files only, under kMaxInputFileBytes: never a FIFO or /dev/zero
   if (!text.ok()) return text.status();
   return ParseToolOutput(*text, path);
 }

@@ -31,6 +31,8 @@ std::string Num(double v);
 class Builder {
  public:
   Builder(ToolOutput& out) : out_(out) {}  // NOLINT
+  // A value outside data/reading_ranges.csv for its unit (or nan/inf) is a warning at its line, never a
+  // reading: the returned record is then a scratch one that nothing keeps.
   Reading& Add(const std::string& metric, double value, const std::string& unit, int line);
   Reading& AddState(const std::string& metric, const std::string& text, int line);
   void Warn(int line, const std::string& message);
@@ -38,7 +40,15 @@ class Builder {
 
  private:
   ToolOutput& out_;
+  Reading scratch_;
 };
+
+// Markdown noise of a pasted output removed: "> " quote markers, "**bold**"; "```" fences become "".
+std::string StripMarkdown(const std::string& s);
+// "[1,0]<stdout>:" (mpirun --tag-output, after any indentation) and "0: " (srun --label) prefixes removed.
+std::string StripRankPrefix(const std::string& s);
+// Lines a tool prints when it failed (data/failure_lines.csv): one failure_line reading per line.
+void ScanFailureLines(const std::vector<Line>& lines, ToolOutput& out);
 
 // Detectors (each true when the text is that kind) and parsers, one per tool family.
 bool LooksLikeNcclTests(const std::vector<Line>& lines);
@@ -51,6 +61,8 @@ void ParsePerftest(const std::vector<Line>& lines, ToolOutput& out);
 void ParsePerftestTable(const std::vector<Line>& lines, ToolOutput& out);
 
 bool LooksLikeTopo(const std::vector<Line>& lines, bool* p2p);
+bool IsTopoPciOnly(const std::vector<Line>& lines);  // `nvidia-smi topo -mp` (PCIe view: no NV# possible)
+void ParseTopoPci(const std::vector<Line>& lines, ToolOutput& out);
 bool LooksLikeNvidiaSmiTable(const std::vector<Line>& lines);
 bool LooksLikeNvidiaSmiQuery(const std::vector<Line>& lines);
 bool LooksLikeNvlinkStatus(const std::vector<Line>& lines);
@@ -63,6 +75,8 @@ void ParseNvlinkStatus(const std::vector<Line>& lines, ToolOutput& out);
 bool LooksLikeLspci(const std::vector<Line>& lines);
 bool LooksLikeIbstat(const std::vector<Line>& lines);
 bool LooksLikeDcgmi(const std::vector<Line>& lines);
+bool LooksLikeDcgmiNvlink(const std::vector<Line>& lines);
+void ParseDcgmiNvlink(const std::vector<Line>& lines, ToolOutput& out);
 bool LooksLikeFio(const std::string& text);
 void ParseLspci(const std::vector<Line>& lines, ToolOutput& out);
 void ParseIbstat(const std::vector<Line>& lines, ToolOutput& out);

@@ -9,15 +9,37 @@ namespace gpuplan::toolout {
 
 namespace {
 
-// "[1,0]<stdout>:  8  2 ..." (mpirun --tag-output) and "0:  8  2 ..." (srun --label) prefixes.
-std::string StripRankPrefix(const std::string& s) {
-  if (auto p = s.find("<stdout>:"); p != std::string::npos) return s.substr(p + 9);
-  size_t i = 0;
-  while (i < s.size() && s[i] == ' ') ++i;
-  size_t j = i;
-  while (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j]))) ++j;
-  if (j > i && j < s.size() && s[j] == ':' && (j + 1 == s.size() || s[j + 1] == ' ')) return s.substr(j + 1);
-  return s;
+// A pasted line as the tool printed it: markdown quoting and mpirun/srun rank prefixes removed.
+std::string Clean(const std::string& s) { return StripRankPrefix(StripMarkdown(s)); }
+
+// "[0]" rank tags that mpirun glued into a row ("-1[0]    1626.5") become blanks.
+std::string StripRankTags(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '[') {
+      size_t j = i + 1;
+      while (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j]))) ++j;
+      if (j > i + 1 && j < s.size() && s[j] == ']') {
+        out += ' ';
+        i = j;
+        continue;
+      }
+    }
+    out += s[i];
+  }
+  return out;
+}
+
+// Where a result row's data type sits: the first non-number token, after two integers (size, count).
+// Columns a user put in front of the size shift it right; 0 when the tokens are not a row.
+size_t RowTypeIndex(const std::vector<std::string>& tok) {
+  for (size_t i = 0; i < tok.size() && i < 6; ++i) {
+    if (Number(tok[i])) continue;
+    if (i >= 2 && Integer(tok[i - 2]) && Integer(tok[i - 1]) && std::isalpha(static_cast<unsigned char>(tok[i][0])) && tok.size() >= i + 9) return i;
+    return 0;
+  }
+  return 0;
 }
 
 bool IsNcclTestsHeader(const std::string& stripped) {
@@ -29,9 +51,18 @@ bool IsNcclTestsHeader(const std::string& stripped) {
 
 }  // namespace
 
+// The header, the summary, the preamble ("# nThread 1 nGpus 8 ...") or two result rows by their shape
+// (a paste without its column header, with rank prefixes or markdown quoting).
 bool LooksLikeNcclTests(const std::vector<Line>& lines) {
-  for (const auto& l : lines)
-    if (IsNcclTestsHeader(StripRankPrefix(l.text)) || Contains(l.text, "# Avg bus bandwidth")) return true;
+  int rows = 0;
+  for (const auto& l : lines) {
+    if (l.text.size() > 4096) continue;
+    const std::string s = Clean(l.text);
+    const std::string t = Trim(s);
+    if (IsNcclTestsHeader(s) || Contains(t, "# Avg bus bandwidth")) return true;
+    if (StartsWith(t, "# nThread") && Contains(t, "nGpus")) return true;
+    if (!StartsWith(t, "#") && !Contains(t, "NCCL INFO") && RowTypeIndex(Tokens(StripRankTags(t))) > 0 && ++rows >= 2) return true;
+  }
   return false;
 }
 
@@ -70,7 +101,8 @@ std::vector<std::string> NetDevices(const std::string& rest) {
   return out;
 }
 
-void NcclLogLine(const Line& l, Builder& b, NcclLogState& st) {
+void NcclLogLine(const Line& raw, Builder& b, NcclLogState& st) {
+  const Line l{raw.number, Clean(raw.text)};
   const std::string& s = l.text;
   if (std::string h = HostOf(s); !h.empty()) st.hosts.insert(h);
   // "NET/IB : Using [0]mlx5_0:1/IB ...", "NET/Socket : Using [0]eth0:...", "NET/FastSocket : Using ..."
@@ -122,6 +154,12 @@ void NcclLogLine(const Line& l, Builder& b, NcclLogState& st) {
     auto before = Tokens(s.substr(0, p));
     if (!before.empty())
       if (auto v = Integer(before.back())) b.Add("nvls_channels", static_cast<double>(*v), "count", l.number);
+    return;
+  }
+  if (auto p = s.find(" nranks "); p != std::string::npos && !Contains(s, " nNodes ")) {  // "comm 0x.. rank 0 nranks 16 cudaDev 0 ..."
+    auto t = Tokens(s.substr(p + 8));
+    if (!t.empty())
+      if (auto v = Integer(t[0])) st.ranks = {*v, l.number};
     return;
   }
   if (auto p = s.find(" nNodes "); p != std::string::npos) {
@@ -190,21 +228,26 @@ void ParseNcclDebug(const std::vector<Line>& lines, ToolOutput& out) {
 namespace {
 
 struct NcclRow {
-  int line = 0;
+  int line = 0, run = 0;
   double bytes = 0, busbw_oop = 0, busbw_ip = 0, algbw_oop = 0, algbw_ip = 0;
   std::string wrong_oop, wrong_ip;
+  size_t lead_columns = 0;  // columns in front of the size (a user-edited table)
+  size_t after_type = 0;    // fields after the data type in a whole row (redop/root, then 2 x 4)
+  bool rooted = false;      // a root column >= 0 (broadcast, reduce, ...); all-rank collectives print -1
 };
 
-// size count type [redop] [root] time algbw busbw #wrong time algbw busbw #wrong: read from the
-// right, since alltoall's empty redop and the old format's missing root shift the left columns.
+// size count type [redop] [root] time algbw busbw #wrong time algbw busbw #wrong: the size and count are the
+// two integers before the data type; the rest is read from the right, since alltoall's empty redop and
+// the old format's missing root shift the middle columns.
 std::optional<NcclRow> ReadNcclRow(const std::vector<std::string>& tok, int line, std::string* why) {
-  if (tok.size() < 11) {
-    *why = "row has " + std::to_string(tok.size()) + " fields, a result row has 11 or more (cut short?)";
+  const size_t ti = RowTypeIndex(tok);
+  if (ti == 0) {
+    *why = "row has " + std::to_string(tok.size()) + " fields, a result row has size, count, type and 8 or more after them (cut short?)";
     return std::nullopt;
   }
   const size_t n = tok.size();
   auto num = [&](size_t i) { return Number(tok[i]); };
-  auto b = Integer(tok[0]), c = Integer(tok[1]);
+  auto b = Integer(tok[ti - 2]), c = Integer(tok[ti - 1]);
   auto t1 = num(n - 8), a1 = num(n - 7), bb1 = num(n - 6), t2 = num(n - 4), a2 = num(n - 3), bb2 = num(n - 2);
   if (!b || !c || !t1 || !a1 || !bb1 || !t2 || !a2 || !bb2) {
     *why = "a size, time or bandwidth field is not a number";
@@ -215,6 +258,30 @@ std::optional<NcclRow> ReadNcclRow(const std::vector<std::string>& tok, int line
   r.bytes = static_cast<double>(*b);
   r.algbw_oop = *a1, r.busbw_oop = *bb1, r.algbw_ip = *a2, r.busbw_ip = *bb2;
   r.wrong_oop = tok[n - 5], r.wrong_ip = tok[n - 1];
+  r.lead_columns = ti - 2;
+  r.after_type = n - ti - 1;
+  if (n - 9 > ti)
+    if (auto root = Integer(tok[n - 9])) r.rooted = *root >= 0;
+  return r;
+}
+
+// A last row cut inside its in-place half ("... 36943 116.26 116.26 0 36917 116.34"): when the whole rows
+// before it had the same columns, its out-of-place half (time, algbw, busbw, #wrong) is complete; read that.
+std::optional<NcclRow> ReadCutNcclRow(const std::vector<std::string>& tok, const NcclRow& prev, int line) {
+  const size_t ti = RowTypeIndex(tok);
+  if (ti == 0 || prev.after_type < 8 || ti - 2 != prev.lead_columns) return std::nullopt;
+  const size_t t1 = ti + 1 + (prev.after_type - 8);  // the out-of-place time
+  if (tok.size() < t1 + 4 || tok.size() >= ti + 1 + prev.after_type) return std::nullopt;
+  auto b = Integer(tok[ti - 2]);
+  auto time = Number(tok[t1]), a1 = Number(tok[t1 + 1]), bb1 = Number(tok[t1 + 2]);
+  if (!b || !Integer(tok[ti - 1]) || !time || !a1 || !bb1) return std::nullopt;
+  NcclRow r;
+  r.line = line;
+  r.bytes = static_cast<double>(*b);
+  r.algbw_oop = *a1, r.busbw_oop = *bb1;
+  r.wrong_oop = tok[t1 + 3];
+  r.lead_columns = prev.lead_columns;
+  r.after_type = prev.after_type;
   return r;
 }
 
@@ -248,6 +315,9 @@ OpGuess InferOp(const std::vector<NcclRow>& rows, long long ranks, bool has_sum)
   std::sort(f.begin(), f.end());
   const double k = f[f.size() / 2];
   const std::string fs = Num(std::round(k * 1000) / 1000);
+  // A root column (>= 0) with factor 1: broadcast, or reduce when the rows carry a sum reduction.
+  if (std::abs(k - 1) <= 0.02 && std::all_of(rows.begin(), rows.end(), [](const NcclRow& r) { return r.rooted; }))
+    return {has_sum ? "reduce" : "broadcast", "bus factor 1 and a root column" + std::string(has_sum ? " with a sum reduction" : ", no reduction"), ranks};
   const std::string reduce_kind = has_sum ? "reduce_scatter" : "all_gather_or_alltoall";
   if (ranks == 0) {
     // Solve the factor for n; above 16 ranks neighbouring n differ by less than the printed digits.
@@ -278,14 +348,73 @@ namespace {
 
 // Stage 1 of an nccl-tests output: what its lines say (header, rank lines, rows, summary, NCCL INFO).
 struct NcclScan {
-  std::string op, variant = "nccl-tests", gpu_name;
+  std::string op, variant = "nccl-tests", gpu_name, ranks_from;
   std::set<std::string> hosts;
   long long max_rank = -1, slurm_ntasks = 0, ngpus = 0, rank_lines = 0;
+  long long launcher_procs = 0, launcher_per_node = 0, launcher_nodes = 0, test_gpus = 0, test_threads = 0;
   bool old_format = false, in_table = false, summary_after_rows = false, has_sum = false;
-  int header_line = 0;
+  int header_line = 0, launcher_line = 0;
   std::vector<NcclRow> rows;
+  std::vector<double> run_last_bytes;  // the last size of each run seen so far (rows of several runs may interleave)
+  int runs_before_header = 0;          // runs closed by a later header (a second table)
+  bool warned_runs = false;
   NcclLogState log;
 };
+
+// "mpirun -np 2 ... ./all_reduce_perf -b 8 -e 1G -g 1" / "srun -N 2 -n 16 ...": the processes, per node, nodes,
+// and the test's own -g (GPUs per thread) and -t (threads per process).
+void ScanNcclCommand(const Line& l, const std::string& t, NcclScan& sc) {
+  const auto tok = Tokens(t);
+  const bool mpi = std::any_of(tok.begin(), tok.end(), [](const std::string& x) { return Contains(x, "mpirun") || Contains(x, "mpiexec"); });
+  const bool srun = std::any_of(tok.begin(), tok.end(), [](const std::string& x) { return x == "srun" || Contains(x, "/srun"); });
+  bool after_test = false;
+  for (size_t i = 0; i + 1 < tok.size(); ++i) {
+    if (Contains(tok[i], "_perf")) after_test = true;
+    auto v = Integer(tok[i + 1]);
+    if (!v || *v <= 0 || *v > 1000000) continue;
+    const std::string& f = tok[i];
+    if (after_test) {
+      if (f == "-g" || f == "--ngpus") sc.test_gpus = *v;
+      if (f == "-t" || f == "--nthreads") sc.test_threads = *v;
+    } else if (mpi) {
+      if (f == "-np" || f == "-n" || f == "--np" || f == "-c") sc.launcher_procs = *v, sc.launcher_line = l.number;
+      if (f == "-npernode" || f == "--npernode" || f == "-N" || f == "--per-node") sc.launcher_per_node = *v;
+    } else if (srun) {
+      if (f == "-n" || f == "--ntasks") sc.launcher_procs = *v, sc.launcher_line = l.number;
+      if (f == "-N" || f == "--nodes") sc.launcher_nodes = *v, sc.launcher_line = l.number;
+      if (f == "--ntasks-per-node") sc.launcher_per_node = *v;
+    }
+  }
+  if (!mpi && !srun && after_test && sc.launcher_line == 0) sc.launcher_line = l.number;
+}
+
+// A row joins the run whose last size is the largest one below its own (nccl-tests never repeats a size
+// within a run): rows of two interleaved outputs, or a second table, start a new run.
+void AddNcclRow(NcclRow row, Builder& b, NcclScan& sc) {
+  int best = -1;
+  // Sizes below one element per rank print as 0, several times at the start of one run: a repeated 0 is
+  // not a new run.
+  for (size_t i = static_cast<size_t>(sc.runs_before_header); i < sc.run_last_bytes.size() && row.bytes == 0; ++i)
+    if (sc.run_last_bytes[i] == 0) best = static_cast<int>(i);
+  const bool repeated_zero = best >= 0;
+  for (size_t i = static_cast<size_t>(sc.runs_before_header); !repeated_zero && i < sc.run_last_bytes.size(); ++i)
+    if (sc.run_last_bytes[i] < row.bytes && (best < 0 || sc.run_last_bytes[i] > sc.run_last_bytes[static_cast<size_t>(best)])) best = static_cast<int>(i);
+  if (best < 0) {
+    if (sc.run_last_bytes.size() > static_cast<size_t>(sc.runs_before_header) && !sc.warned_runs) {
+      b.Warn(row.line, "size " + Num(row.bytes) + " after " + Num(sc.rows.back().bytes) +
+                           ": the rows of another run start or interleave here (several outputs in one log); each run read on its own");
+      sc.warned_runs = true;
+    }
+    sc.run_last_bytes.push_back(row.bytes);
+    best = static_cast<int>(sc.run_last_bytes.size()) - 1;
+  }
+  sc.run_last_bytes[static_cast<size_t>(best)] = row.bytes;
+  row.run = best;
+  if (row.lead_columns > 0 && (sc.rows.empty() || sc.rows.back().lead_columns == 0))
+    b.Warn(row.line, std::to_string(row.lead_columns) + " column(s) in front of the size (a table edited by hand): size and count read as the two "
+                     "integers before the data type");
+  sc.rows.push_back(row);
+}
 
 // A "#" line: nThread/nGpus, "# Rank N ... on HOST device D [bus] NAME", the summary lines.
 void ScanNcclComment(const Line& l, const std::string& t, Builder& b, NcclScan& sc) {
@@ -314,64 +443,87 @@ void ScanNcclComment(const Line& l, const std::string& t, Builder& b, NcclScan& 
   }
 }
 
+// One line of the table part: a row (by its shape), a cut row, an excerpt mark.
+void ScanNcclTableLine(const Line& l, const std::string& t, Builder& b, NcclScan& sc) {
+  if (StartsWith(t, "...")) {
+    b.Warn(l.number, "'...': rows left out of this output (an excerpt); peak and average are of the rows shown");
+    return;
+  }
+  const auto tok = Tokens(StripRankTags(t));
+  if (tok.empty() || !Integer(tok[0])) return;  // a stray log line inside the table
+  if (RowTypeIndex(tok) == 0 && !sc.in_table && sc.rows.empty()) return;  // not a row, no table yet
+  std::string why;
+  auto row = ReadNcclRow(tok, l.number, &why);
+  if (!row && !sc.rows.empty())
+    if ((row = ReadCutNcclRow(tok, sc.rows.back(), l.number)))
+      b.Warn(l.number, "row cut inside its in-place half: its out-of-place half read, the rest is missing");
+  if (!row) {
+    b.Warn(l.number, why + "; read " + std::to_string(sc.rows.size()) + " row(s) up to it");
+    return;
+  }
+  AddNcclRow(*row, b, sc);
+  for (size_t i = RowTypeIndex(tok); i + 8 < tok.size(); ++i) sc.has_sum = sc.has_sum || tok[i] == "sum";
+}
+
 NcclScan ScanNcclTests(const std::vector<Line>& lines, Builder& b) {
   NcclScan sc;
   for (const auto& l : lines) {
+    if (l.text.size() > 4096) {
+      b.Warn(l.number, "a line of " + std::to_string(l.text.size()) + " characters: no tool prints one; not read");
+      continue;
+    }
     if (Contains(l.text, "NCCL INFO") || Contains(l.text, "NCCL WARN")) {
       NcclLogLine(l, b, sc.log);
       continue;
     }
-    const std::string s = StripRankPrefix(l.text);
+    const std::string s = Clean(l.text);
     const std::string t = Trim(s);
     if (sc.op.empty()) sc.op = OpFromText(t);
+    if (Contains(t, "_perf") && !StartsWith(t, "#")) ScanNcclCommand(l, t, sc);
     if (Contains(t, "rccl-tests") || Contains(t, "rcccl-tests")) sc.variant = "rccl-tests";
     if (StartsWith(t, "SLURM_NTASKS=")) sc.slurm_ntasks = Integer(t.substr(13)).value_or(0);
     if (IsNcclTestsHeader(s)) {
       sc.old_format = !Contains(t, "#wrong");
       sc.in_table = true;
       sc.header_line = l.number;
+      sc.runs_before_header = static_cast<int>(sc.run_last_bytes.size());  // a new table: its rows start new runs
+      sc.warned_runs = false;
       continue;
     }
     if (StartsWith(t, "#")) {
       ScanNcclComment(l, t, b, sc);
       continue;
     }
-    if (!sc.in_table || t.empty()) continue;
-    if (StartsWith(t, "...")) {
-      b.Warn(l.number, "'...': rows left out of this output (an excerpt); peak and average are of the rows shown");
-      continue;
-    }
-    auto tok = Tokens(t);
-    if (tok.empty() || !Integer(tok[0])) continue;  // a stray log line inside the table
-    std::string why;
-    auto row = ReadNcclRow(tok, l.number, &why);
-    if (!row) {
-      b.Warn(l.number, why + "; read " + std::to_string(sc.rows.size()) + " row(s) up to it");
-      continue;
-    }
-    sc.rows.push_back(*row);
-    for (size_t i = 2; i + 8 < tok.size(); ++i) sc.has_sum = sc.has_sum || tok[i] == "sum";
+    if (!t.empty()) ScanNcclTableLine(l, t, b, sc);
   }
-  if (sc.header_line == 0) b.Warn(0, "'Avg bus bandwidth' without the results table: no per-size numbers");
-  else if (sc.rows.empty()) b.Warn(sc.header_line, "results header but no result row after it (cut short?)");
+  if (!sc.in_table && !sc.rows.empty()) {
+    // No header: the old format has an error column where the current one has #wrong (an integer).
+    sc.old_format = std::any_of(sc.rows.begin(), sc.rows.end(), [](const NcclRow& r) { return Contains(r.wrong_oop, "e-") || Contains(r.wrong_oop, "e+"); });
+    b.Warn(sc.rows.front().line, "rows without their column header: read by their shape (size, count, type, ..., time, algbw, busbw, #wrong x 2)");
+  }
+  if (sc.rows.empty()) b.Warn(sc.header_line, sc.header_line ? "results header but no result row after it: the run stopped or the output was cut"
+                                                             : "no result row: the test stopped before its first size, or the output was cut");
   else if (!sc.summary_after_rows)
     b.Warn(sc.rows.back().line, "no 'Out of bounds values' / 'Avg bus bandwidth' line after the last row: the output may be cut short here");
   return sc;
 }
 
-// Stage 2: one reading per size, the peak, the largest size, #wrong (or the old error column).
+// Stage 2: one reading per size, the peak and the largest size of each run, #wrong (or the old error column).
 void AddNcclRowReadings(Builder& b, const NcclScan& sc) {
-  const NcclRow* peak = nullptr;
-  const NcclRow* largest = nullptr;
   long long wrong = 0;
   double max_err = 0;
   bool have_wrong = false, have_err = false;
   int first_wrong_line = 0;
   auto bus = [](const NcclRow& r) { return std::max(r.busbw_oop, r.busbw_ip); };
+  const size_t runs = sc.run_last_bytes.size();
+  std::vector<const NcclRow*> peak(runs, nullptr), largest(runs, nullptr);
   for (const auto& r : sc.rows) {
-    b.Add("busbw_gb_per_s", bus(r), "GB/s", r.line).context["msg_bytes"] = Num(r.bytes);
-    if (!peak || bus(r) > bus(*peak)) peak = &r;
-    if (!largest || r.bytes >= largest->bytes) largest = &r;
+    Reading& x = b.Add("busbw_gb_per_s", bus(r), "GB/s", r.line);
+    x.context["msg_bytes"] = Num(r.bytes);
+    if (runs > 1) x.context["run"] = std::to_string(r.run + 1);
+    const size_t k = static_cast<size_t>(r.run);
+    if (!peak[k] || bus(r) > bus(*peak[k])) peak[k] = &r;
+    if (!largest[k] || r.bytes >= largest[k]->bytes) largest[k] = &r;
     for (const auto& w : {r.wrong_oop, r.wrong_ip}) {
       if (sc.old_format) {
         if (auto v = Number(w)) max_err = std::max(max_err, *v), have_err = true;
@@ -382,37 +534,56 @@ void AddNcclRowReadings(Builder& b, const NcclScan& sc) {
       }
     }
   }
-  if (peak) {
-    b.Add("busbw_peak_gb_per_s", bus(*peak), "GB/s", peak->line).context["msg_bytes"] = Num(peak->bytes);
-    b.Add("algbw_peak_gb_per_s", std::max(peak->algbw_oop, peak->algbw_ip), "GB/s", peak->line).context["msg_bytes"] = Num(peak->bytes);
-    b.Add("busbw_at_max_msg_gb_per_s", bus(*largest), "GB/s", largest->line).context["msg_bytes"] = Num(largest->bytes);
-    b.Add("msg_bytes_max", largest->bytes, "bytes", largest->line);
+  for (size_t k = 0; k < runs; ++k) {
+    if (!peak[k]) continue;
+    auto tag = [&](Reading& x, const NcclRow& r) {
+      x.context["msg_bytes"] = Num(r.bytes);
+      if (runs > 1) x.context["run"] = std::to_string(k + 1) + " of " + std::to_string(runs);
+    };
+    tag(b.Add("busbw_peak_gb_per_s", bus(*peak[k]), "GB/s", peak[k]->line), *peak[k]);
+    tag(b.Add("algbw_peak_gb_per_s", std::max(peak[k]->algbw_oop, peak[k]->algbw_ip), "GB/s", peak[k]->line), *peak[k]);
+    tag(b.Add("busbw_at_max_msg_gb_per_s", bus(*largest[k]), "GB/s", largest[k]->line), *largest[k]);
+    tag(b.Add("msg_bytes_max", largest[k]->bytes, "bytes", largest[k]->line), *largest[k]);
   }
   if (have_wrong) b.Add("wrong_total", static_cast<double>(wrong), "count", first_wrong_line ? first_wrong_line : sc.header_line);
   if (have_err) b.Add("validation_error_max", max_err, "abs", sc.header_line);
 }
 
 // Stage 3: the context every reading of the run shares (op, ranks, nodes, GPU, format).
-void AddNcclRunContext(ToolOutput& out, const NcclScan& sc) {
-  long long ranks = sc.max_rank >= 0 ? sc.max_rank + 1 : 0;
-  if (sc.log.ranks) ranks = sc.log.ranks->first;
-  if (ranks == 0 && sc.slurm_ntasks > 0) ranks = sc.slurm_ntasks;
-  if (sc.ngpus > 1) ranks = std::max(ranks, sc.ngpus);
+// Ranks and nodes as the output states them: the "# Rank" lines, NCCL's nranks/nNodes, the launcher's
+// -np / -N (times the test's -g and -t), SLURM_NTASKS; each with where it came from.
+void NcclRanksNodes(const NcclScan& sc, long long* ranks, long long* nodes, std::string* from) {
+  *ranks = 0, *nodes = 0;
+  const long long per_proc = std::max<long long>(1, sc.test_gpus) * std::max<long long>(1, sc.test_threads);
+  if (sc.log.ranks) *ranks = sc.log.ranks->first, *from = "NCCL nranks (line " + std::to_string(sc.log.ranks->second) + ")";
+  else if (sc.max_rank >= 0) *ranks = sc.max_rank + 1, *from = "the '# Rank' lines";
+  else if (sc.launcher_procs > 0) *ranks = sc.launcher_procs * per_proc, *from = "the command line (line " + std::to_string(sc.launcher_line) + ")";
+  else if (sc.slurm_ntasks > 0) *ranks = sc.slurm_ntasks, *from = "SLURM_NTASKS";
+  if (sc.ngpus > 1 && sc.ngpus > *ranks) *ranks = sc.ngpus, *from = "'# nThread ... nGpus'";
   // The hosts of the "# Rank" lines are the nodes only when every rank has its line (excerpts leave some out).
-  long long nodes = sc.log.nodes ? sc.log.nodes->first : 0;
-  if (nodes == 0 && sc.rank_lines > 0 && sc.rank_lines == ranks) nodes = static_cast<long long>(sc.hosts.size());
-  if (nodes == 0 && sc.ngpus > 0 && ranks == sc.ngpus) nodes = 1;  // one process drives every rank
+  *nodes = sc.log.nodes ? sc.log.nodes->first : 0;
+  if (*nodes == 0 && sc.rank_lines > 0 && sc.rank_lines == *ranks) *nodes = static_cast<long long>(sc.hosts.size());
+  if (*nodes == 0 && sc.launcher_nodes > 0) *nodes = sc.launcher_nodes;
+  if (*nodes == 0 && sc.launcher_procs > 0 && sc.launcher_per_node > 0) *nodes = (sc.launcher_procs + sc.launcher_per_node - 1) / sc.launcher_per_node;
+  if (*nodes == 0 && sc.ngpus > 0 && *ranks == sc.ngpus) *nodes = 1;  // one process drives every rank
+  if (*nodes == 0 && sc.launcher_procs == 1 && per_proc == *ranks && *ranks > 0) *nodes = 1;
+}
+
+void AddNcclRunContext(ToolOutput& out, const NcclScan& sc) {
+  long long ranks = 0, nodes = 0;
+  std::string ranks_from;
+  NcclRanksNodes(sc, &ranks, &nodes, &ranks_from);
   const long long nodes_seen = std::max<long long>(static_cast<long long>(sc.hosts.size()), static_cast<long long>(sc.log.hosts.size()));
   OpGuess guess;
   if (sc.op.empty()) guess = InferOp(sc.rows, ranks, sc.has_sum);
-  if (ranks == 0 && guess.ranks > 0) ranks = guess.ranks;
+  if (ranks == 0 && guess.ranks > 0) ranks = guess.ranks, ranks_from = "the bus factor of the rows";
   out.tool = sc.op.empty() ? sc.variant : sc.op + "_perf";
   for (auto& r : out.readings) {
     r.tool = out.tool;
     r.context["op"] = !sc.op.empty() ? sc.op : !guess.op.empty() ? guess.op : "unknown";
     if (sc.op.empty() && !guess.op.empty()) r.context["op_from"] = guess.why;
     r.context["variant"] = sc.variant;
-    if (ranks > 0) r.context["ranks"] = std::to_string(ranks);
+    if (ranks > 0) r.context["ranks"] = std::to_string(ranks), r.context["ranks_from"] = ranks_from;
     if (nodes > 0) r.context["nodes"] = std::to_string(nodes);
     else if (nodes_seen > 1) r.context["nodes_at_least"] = std::to_string(nodes_seen);
     if (sc.ngpus > 0) r.context["gpus_per_process"] = std::to_string(sc.ngpus);

@@ -20,7 +20,8 @@ bool IsDeviceName(const std::string& t) {
 bool IsTopoCode(const std::string& v) {
   static const std::set<std::string> kCodes = {"X", "PIX", "PXB", "PHB", "NODE", "SYS", "PSB", "SOC"};
   if (kCodes.count(v)) return true;
-  return v.size() > 2 && StartsWith(v, "NV") && std::all_of(v.begin() + 2, v.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+  // NV1..NV999: a longer count is garbage, not a link count (warned about, never read as a number)
+  return v.size() > 2 && v.size() <= 5 && StartsWith(v, "NV") && std::all_of(v.begin() + 2, v.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
 }
 
 bool IsP2pCode(const std::string& v) {
@@ -89,7 +90,7 @@ int Index(const std::string& v, size_t from) {
   return i == from ? -1 : n;
 }
 
-int NvCount(const std::string& v) { return StartsWith(v, "NV") ? std::max(0, Index(v, 2)) : 0; }
+int NvCount(const std::string& v) { return StartsWith(v, "NV") && IsTopoCode(v) ? std::max(0, Index(v, 2)) : 0; }
 
 // PIX < PXB < PHB < NODE < SYS: how far a NIC is from a GPU (§3.5).
 int Distance(const std::string& v) {
@@ -111,9 +112,31 @@ bool LooksLikeTopo(const std::vector<Line>& lines, bool* p2p) {
   return topo + p2pc > 0;
 }
 
-void ParseTopo(const std::vector<Line>& lines, ToolOutput& out) {
+// `nvidia-smi topo -mp` prints the PCIe-only matrix: the command line says so (a paste usually keeps it).
+bool IsTopoPciOnly(const std::vector<Line>& lines) {
+  for (const auto& l : lines) {
+    const auto tok = Tokens(l.text);
+    for (size_t i = 0; i + 1 < tok.size(); ++i)
+      if (tok[i] == "topo" && (tok[i + 1] == "-mp" || tok[i + 1] == "--matrix_pci")) return true;
+  }
+  return false;
+}
+
+namespace {
+
+void ParseTopoMatrix(const std::vector<Line>& lines, ToolOutput& out, bool pci_only);
+
+}  // namespace
+
+void ParseTopo(const std::vector<Line>& lines, ToolOutput& out) { ParseTopoMatrix(lines, out, false); }
+
+void ParseTopoPci(const std::vector<Line>& lines, ToolOutput& out) { ParseTopoMatrix(lines, out, true); }
+
+namespace {
+
+void ParseTopoMatrix(const std::vector<Line>& lines, ToolOutput& out, bool pci_only) {
   Builder b(out);
-  out.tool = "nvidia-smi topo -m";
+  out.tool = pci_only ? "nvidia-smi topo -mp" : "nvidia-smi topo -m";
   const Matrix m = ReadMatrix(lines);
   std::vector<std::string> gpu_cols, nic_cols;
   for (const auto& c : m.columns) (StartsWith(c, "GPU") ? gpu_cols : nic_cols).push_back(c);
@@ -159,6 +182,14 @@ void ParseTopo(const std::vector<Line>& lines, ToolOutput& out) {
   }
   b.Add("gpu_count", static_cast<double>(gpu_cols.size()), "count", m.header_line);
   if (!nic_cols.empty()) b.Add("nic_count", static_cast<double>(nic_cols.size()), "count", m.header_line);
+  if (gpu_rows < static_cast<int>(gpu_cols.size()))
+    b.Warn(last_row_line, "the header names " + std::to_string(gpu_cols.size()) + " GPUs but only " + std::to_string(gpu_rows) +
+                              " GPU rows follow: the output stops after this line (cut short); pairs read from the rows shown");
+  if (pci_only) {  // -mp never shows NVLink: no NVLink reading from it
+    if (!numa.empty()) b.Add("numa_nodes", static_cast<double>(numa.size()), "count", m.header_line);
+    b.Warn(m.header_line, "topo -mp shows PCIe paths only: NVLink is not visible in it (run nvidia-smi topo -m for NV#)");
+    return;
+  }
   Reading& nv = b.Add("nvlink_count", nv_max, "links", nv_max > 0 ? first_line_of_type["NV" + std::to_string(nv_max)].first : m.header_line);
   nv.context["pairs"] = std::to_string(pairs);
   nv.context["nvlink_pairs"] = std::to_string(nv_pairs);
@@ -170,10 +201,9 @@ void ParseTopo(const std::vector<Line>& lines, ToolOutput& out) {
     r.context["first_pair"] = first_line_of_type[type].second;
   }
   if (!numa.empty()) b.Add("numa_nodes", static_cast<double>(numa.size()), "count", m.header_line);
-  if (gpu_rows < static_cast<int>(gpu_cols.size()))
-    b.Warn(last_row_line, "the header names " + std::to_string(gpu_cols.size()) + " GPUs but only " + std::to_string(gpu_rows) +
-                              " GPU rows follow: the output stops after this line (cut short); pairs read from the rows shown");
 }
+
+}  // namespace
 
 void ParseP2p(const std::vector<Line>& lines, ToolOutput& out) {
   Builder b(out);
@@ -209,9 +239,27 @@ void ParseP2p(const std::vector<Line>& lines, ToolOutput& out) {
 
 // ---- the default nvidia-smi table ----
 
+namespace {
+
+// "| N/A   29C    P0   ERR! / 250W |": the second line of a GPU in the table (fan, temperature, perf state).
+bool IsSmiStateRow(const std::string& t) {
+  if (!StartsWith(t, "|")) return false;
+  const auto tok = Tokens(t.substr(1, t.find('|', 1) == std::string::npos ? std::string::npos : t.find('|', 1) - 1));
+  return tok.size() >= 3 && tok[1].size() >= 2 && tok[1].back() == 'C' && Number(tok[1].substr(0, tok[1].size() - 1)) && tok[2].size() >= 2 &&
+         tok[2][0] == 'P' && Integer(tok[2].substr(1));
+}
+
+}  // namespace
+
+// The header line, or (a fragment pasted without it) a GPU row followed by its state row.
 bool LooksLikeNvidiaSmiTable(const std::vector<Line>& lines) {
-  for (const auto& l : lines)
-    if (Contains(l.text, "NVIDIA-SMI") && Contains(l.text, "Driver Version")) return true;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (Contains(lines[i].text, "NVIDIA-SMI") && Contains(lines[i].text, "Driver Version")) return true;
+    if (i > 0 && IsSmiStateRow(Trim(lines[i].text)) && StartsWith(Trim(lines[i - 1].text), "|")) {
+      const auto prev = Tokens(Trim(lines[i - 1].text).substr(1));
+      if (!prev.empty() && Integer(prev[0])) return true;
+    }
+  }
   return false;
 }
 
@@ -255,6 +303,7 @@ void ParseNvidiaSmiTable(const std::vector<Line>& lines, ToolOutput& out) {
       if (auto v = Number(c0[1].substr(0, c0[1].size() - 1))) add("temperature_c", *v, "C");
       b.AddState("perf_state", c0[2], l.number).context = current;
       for (size_t i = 3; i < c0.size(); ++i) {
+        if (c0[i] == "ERR!") b.Warn(l.number, "GPU " + current["gpu"] + ": power reads 'ERR!' (nvidia-smi could not read the sensor): not read");
         if (c0[i].back() != 'W') continue;
         auto v = Number(c0[i].substr(0, c0[i].size() - 1));
         if (!v) continue;
@@ -280,18 +329,6 @@ void ParseNvidiaSmiTable(const std::vector<Line>& lines, ToolOutput& out) {
 
 // ---- nvidia-smi -q ----
 
-bool LooksLikeNvidiaSmiQuery(const std::vector<Line>& lines) {
-  int kv = 0;
-  for (const auto& l : lines) {
-    const std::string t = Trim(l.text);
-    if (Contains(t, "NVSMI LOG") || StartsWith(t, "Clocks Throttle Reasons") || StartsWith(t, "Clocks Event Reasons") ||
-        t == "Link Width" || t == "PCIe Generation" || StartsWith(t, "Retired Pages") || StartsWith(t, "ECC Errors"))
-      return true;
-    kv += Contains(t, " : ");
-  }
-  return false;
-}
-
 namespace {
 
 int Indent(const std::string& s) {
@@ -303,6 +340,27 @@ int Indent(const std::string& s) {
   }
   return n;
 }
+
+}  // namespace
+
+// The log header or a section only -q prints; a fragment: a -q section name ("Clocks", "Max Clocks",
+// "Power Readings", "Temperature", ...) with at least two of its "Key : value" lines.
+bool LooksLikeNvidiaSmiQuery(const std::vector<Line>& lines) {
+  static const std::set<std::string> kSections = {"Clocks", "Max Clocks", "Power Readings", "Temperature", "FB Memory Usage", "Applications Clocks",
+                                                  "Default Applications Clocks", "Max Customer Boost Clocks", "Utilization", "GPU Power Readings"};
+  int kv_after_section = -1;
+  for (const auto& l : lines) {
+    const std::string t = Trim(l.text);
+    if (Contains(t, "NVSMI LOG") || StartsWith(t, "Clocks Throttle Reasons") || StartsWith(t, "Clocks Event Reasons") ||
+        t == "Link Width" || t == "PCIe Generation" || StartsWith(t, "Retired Pages") || StartsWith(t, "ECC Errors"))
+      return true;
+    if (kSections.count(t)) kv_after_section = 0;
+    else if (kv_after_section >= 0 && Contains(t, " : ") && Indent(l.text) > 0 && ++kv_after_section >= 2) return true;
+  }
+  return false;
+}
+
+namespace {
 
 bool IsThermalOrHw(const std::string& reason) {
   return reason == "HW Slowdown" || reason == "HW Thermal Slowdown" || reason == "HW Power Brake Slowdown" || reason == "SW Thermal Slowdown";
@@ -458,6 +516,7 @@ bool LooksLikeNvlinkStatus(const std::vector<Line>& lines) {
     const std::string t = Trim(l.text);
     if (StartsWith(t, "GPU ") && Contains(t, "(UUID:")) gpu = true;
     if (gpu && StartsWith(t, "Link ") && (Contains(t, "GB/s") || Contains(t, "inactive"))) return true;
+    if (gpu && StartsWith(t, "NVML:") && Contains(t, "NVLink")) return true;  // "NVML: Unable to retrieve NVLink information as all links are inactive"
   }
   return false;
 }
@@ -467,12 +526,22 @@ void ParseNvlinkStatus(const std::vector<Line>& lines, ToolOutput& out) {
   out.tool = "nvidia-smi nvlink -s";
   std::string gpu, name;
   int gpu_line = 0, active = 0, inactive = 0;
+  bool all_inactive = false;
   double total = 0, per_link = 0;
   auto flush = [&]() {
     if (gpu.empty()) return;
-    auto ctx = [&](Reading& r) { r.context["gpu"] = gpu, r.context["gpu_name"] = name; };
-    ctx(b.Add("nvlink_active_links", active, "links", gpu_line));
-    ctx(b.Add("nvlink_inactive_links", inactive, "links", gpu_line));
+    auto ctx = [&](Reading& r) -> Reading& {
+      r.context["gpu"] = gpu, r.context["gpu_name"] = name;
+      return r;
+    };
+    if (!all_inactive) ctx(b.Add("nvlink_active_links", active, "links", gpu_line));
+    if (!all_inactive) ctx(b.Add("nvlink_inactive_links", inactive, "links", gpu_line));
+    else ctx(b.Add("nvlink_active_links", 0, "links", gpu_line)).context["note"] = "NVML: all links are inactive";
+    if (all_inactive) {
+      all_inactive = false;
+      active = inactive = 0, total = per_link = 0;
+      return;
+    }
     ctx(b.Add("nvlink_total_gb_per_s", total, "GB/s", gpu_line));
     if (active > 0) ctx(b.Add("nvlink_link_gb_per_s", per_link, "GB/s", gpu_line));
     active = inactive = 0, total = per_link = 0;
@@ -484,6 +553,10 @@ void ParseNvlinkStatus(const std::vector<Line>& lines, ToolOutput& out) {
       gpu = Trim(t.substr(4, t.find(':') - 4));
       name = Trim(t.substr(t.find(':') + 1, t.find("(UUID") == std::string::npos ? std::string::npos : t.find("(UUID") - t.find(':') - 1));
       gpu_line = l.number;
+      continue;
+    }
+    if (StartsWith(t, "NVML:") && Contains(t, "all links are inactive")) {
+      all_inactive = true;
       continue;
     }
     if (!StartsWith(t, "Link ")) continue;

@@ -273,7 +273,10 @@ TEST(Verify, BusBandwidthAgainstThePlan) {
   const CheckResult* c = Result(r, "nccl-busbw-plan-80");
   ASSERT_NE(c, nullptr) << Dump(r);
   ASSERT_TRUE(c->expected.has_value());
-  EXPECT_NE(c->expected_from.find("16 ranks, 8 per node"), std::string::npos) << c->expected_from;
+  // Where ranks and nodes come from is said: ranks from the rows' bus factor, nodes assumed from the plan.
+  EXPECT_NE(c->expected_from.find("16 ranks (the bus factor of the rows)"), std::string::npos) << c->expected_from;
+  EXPECT_NE(c->expected_from.find("2 node(s) (assumed: the plan's"), std::string::npos) << c->expected_from;
+  EXPECT_NE(c->expected_from.find("8 per node"), std::string::npos) << c->expected_from;
   EXPECT_NE(c->expected_from.find("efa-v1"), std::string::npos) << c->expected_from;
   // The P2P-disabled DGX A100 run (5.2 GB/s) against a 4-GPU NVSwitch plan fails, with the next step.
   const auto p2p = VerifyFixture("nccl-tests/20-allreduce-dgx-a100-4gpu-p2p-disabled.txt", Machine{"a100-sxm-80gb", 1, 4, "", 0});

@@ -558,7 +558,10 @@ TEST(BrokenInput, TruncatedOutputsOfOtherToolsWarnWithTheirLine) {
     EXPECT_EQ(o.kind, ToolKind::kFioJson);
     ASSERT_EQ(o.warnings.size(), 1u);
     EXPECT_GT(o.warnings[0].where.line, 100);  // the last line of the half file
-    EXPECT_TRUE(o.readings.empty());
+    // Read up to the cut: the read section before it is complete.
+    ASSERT_FALSE(o.readings.empty());
+    EXPECT_EQ(o.readings[0].metric, "bw_kib_per_s");
+    EXPECT_EQ(o.readings[0].value, 202208);
   }
   {  // dcgmi cut inside a row
     const ToolOutput o = ParseToolOutput(CutInside(Text("dcgm/01-dcgmi-diag-r2-p4de.txt"), 14), "d.txt");

@@ -1,5 +1,6 @@
 // gpuplan diagnose JOB.yaml [--symptom S]... [--gpu-util N --cpu-util N] [--log TRAIN.log] [FILE...]:
 // likely causes, ranked, with the model's numbers and the check that confirms each.
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
@@ -89,9 +90,16 @@ Result<Observations> ReadObservations(const Args& a) {
           Observations::BusBw b;
           b.gb_per_s = r.value;
           if (!ctx("op").empty()) b.op = ctx("op");
-          b.ranks = std::atoll(ctx("ranks").c_str());
-          b.nodes = std::atoll(ctx("nodes").c_str());
+          // Counts as the output printed them: out of range (0 ranks, 1e30 nodes) they are not known.
+          auto count = [&](const char* k, double hi) -> int64_t {
+            const double v = std::atof(ctx(k).c_str());
+            return v >= 1 && v <= hi && v == std::floor(v) ? static_cast<int64_t>(v) : 0;
+          };
+          b.ranks = count("ranks", 1 << 24);
+          b.nodes = b.ranks > 0 ? count("nodes", static_cast<double>(b.ranks)) : 0;
           b.bytes = std::atof(ctx("msg_bytes").c_str());
+          if (!(b.bytes > 0 && b.bytes < 1e15)) b.bytes = 0;
+          if (!std::isfinite(b.gb_per_s) || b.gb_per_s < 0) continue;
           b.where = r.where;
           o.busbw = b;
         }

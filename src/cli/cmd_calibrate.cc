@@ -61,7 +61,7 @@ Result<Context> CalibrateContext(const Args& args) {
     if (!row.ok()) return row.status();
     auto text = ReadInputFile(file);
     if (!text.ok()) return text.status();
-    if (!IsPlanJson(*text)) return Status::BadInput({file, 0, "plans"}, "not the output of `gpuplan plan --json` (no \"plans\" array)");
+    if (!IsPlanJson(*text)) return Status::BadInput({file, 1, "plans"}, "not the output of `gpuplan plan --json` (no \"plans\" array)");
     auto pr = JobFromPlanJson(*text, file, *row);
     if (!pr.ok()) return pr.status();
     ctx->job = pr->job;

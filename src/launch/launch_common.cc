@@ -190,7 +190,8 @@ Status WriteArtifacts(const std::vector<Artifact>& files, const std::string& dir
   if (ec) return Status::BadInput({dir, 0, "--out"}, "cannot resolve the folder: " + ec.message());
   const fs::path clean = target.has_filename() ? target : target.parent_path();  // "out/" -> "out"
   const bool exists = fs::exists(clean, ec);
-  if (exists && !fs::is_directory(clean, ec)) return Status::BadInput({dir, 0, "--out"}, "exists and is not a folder");
+  if (exists && !fs::is_directory(clean, ec))
+    return Status::BadInput({"command line", 0, "--out"}, "'" + dir + "' exists and is not a folder (nothing written)");
   for (const auto& a : files)
     if (exists && fs::is_directory(fs::symlink_status(clean / a.name, ec)))
       return Status::BadInput({(clean / a.name).string(), 0, "--out"}, "a folder is in the way of the file " + a.name + " (nothing written)");

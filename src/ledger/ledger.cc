@@ -252,7 +252,8 @@ Status CheckOwnedAndHealthy(sqlite3* db, const Location& where) {
   auto tables = QueryInt(db, "SELECT COUNT(*) FROM sqlite_master");
   if (!tables) {
     const int code = sqlite3_errcode(db) & 0xff;
-    if (code == SQLITE_NOTADB) return Status::BadInput(where, "not a gpuplan ledger (not a SQLite database); nothing written");
+    // Line 1: the file does not start with SQLite's header ("SQLite format 3").
+    if (code == SQLITE_NOTADB) return Status::BadInput({where.file, 1, ""}, "not a gpuplan ledger (not a SQLite database); nothing written");
     if (code != SQLITE_BUSY && code != SQLITE_LOCKED)
       return Status::BadInput(where, std::string("cannot read the ledger: ") + sqlite3_errmsg(db) + SqlHint(code) + "; nothing written");
     return Status::Ok();  // busy: the WAL switch below waits for the other writer

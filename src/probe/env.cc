@@ -234,14 +234,18 @@ Status CheckRecordedTree(const std::string& fs_root, const std::string& shown_ro
     if (++n > kMaxEntries) return Status::BadInput({shown_root, 0, ""}, "more than 1M entries: not a recorded machine");
     const fs::file_status st = it->symlink_status(ec);
     if (ec) break;
-    const std::string shown = shown_root + "/" + fs::relative(it->path(), fs_root, ec).string();
+    const std::string rel = it->path().lexically_relative(fs_root).string();  // the link itself, not its target
+    const std::string shown = shown_root + "/" + rel;
+    const Location flag{"command line", 0, "--recorded"};
     if (fs::is_symlink(st)) {
-      auto inside = Confined(fs_root, fs::relative(it->path(), fs_root, ec).string(), shown);
-      if (!inside.ok()) return inside.status();
+      auto inside = Confined(fs_root, rel, shown);
+      if (!inside.ok()) return Status::BadInput(flag, shown + ": " + inside.status().reason());
       continue;
     }
     if (!fs::is_directory(st) && !fs::is_regular_file(st))
-      return Status::BadInput({shown, 0, ""}, "not a regular file (a FIFO, a socket or a device): a recorded tree holds copies of files");
+      return Status::BadInput(flag, shown + ": not a regular file (a FIFO, a socket or a device): a recorded tree holds copies of files");
+    if (fs::is_regular_file(st) && static_cast<int64_t>(it->file_size(ec)) > kMaxInputFileBytes)
+      return Status::BadInput(flag, shown + ": over the 64 MiB input limit: a recorded procfs/sysfs file is a few KiB");
   }
   if (ec) return Status::BadInput({shown_root, 0, ""}, "cannot list: " + ec.message());
   return Status::Ok();

@@ -187,7 +187,7 @@ Result<PlanRowJob> JobFromPlanJson(const std::string& text, const std::string& f
   nlohmann::json doc;
   try {
     doc = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // a syntax error, or a number past double's range (2e308)
     return Status::BadInput({file, 1, ""}, std::string("not JSON: ") + e.what());
   }
   if (!doc.is_object() || !doc.contains("plans") || !doc["plans"].is_array())

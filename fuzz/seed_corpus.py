@@ -87,6 +87,35 @@ def write_dicts(data):
     write_dict("validation.dict", val_words)
 
 
+# The newer commands' readers (issue 17): verify's tool outputs and the ledger's CSV are written here
+# in the tools' shapes (not copies of users' pastes); import takes tests/fixtures/import with the byte
+# that picks its file name (0 .json, 1 .yaml, 2 .toml, 3 .sh); plan_json takes gpuplan's own PLAN.json goldens.
+VERIFY_SEEDS = {'fio.json': '{"fio version": "fio-3.33", "jobs": [{"jobname": "seqread", "read": {"bw": 2048000, "bw_bytes": 2097152000, "iops": 16000.0,\n"clat_ns": {"mean": 1000000.0}}, "write": {"bw": 0, "iops": 0}}]}\n', 'ib_write_bw.txt': '---------------------------------------------------------------------------------------\n                    RDMA_Write BW Test\n Dual-port       : OFF\t\tDevice         : mlx5_0\n Link type       : IB\n---------------------------------------------------------------------------------------\n #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n 65536      5000             392.10             391.88\t\t   0.747445\n---------------------------------------------------------------------------------------\n', 'ibstat.txt': "CA 'mlx5_0'\n\tCA type: MT4129\n\tNumber of ports: 1\n\tPort 1:\n\t\tState: Active\n\t\tPhysical state: LinkUp\n\t\tRate: 400\n\t\tLink layer: InfiniBand\nCA 'mlx5_1'\n\tPort 1:\n\t\tState: Down\n\t\tPhysical state: Disabled\n\t\tRate: 40\n\t\tLink layer: Ethernet\n", 'lspci.txt': '18:00.0 3D controller [0302]: NVIDIA Corporation Device [10de:2330] (rev a1)\n\t\tLnkCap:\tPort #0, Speed 32GT/s, Width x16, ASPM not supported\n\t\tLnkSta:\tSpeed 32GT/s (ok), Width x16 (ok)\n', 'nccl-allreduce.txt': '# nThread 1 nGpus 8 minBytes 8 maxBytes 8589934592 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0\n#\n# Using devices\n#  Rank  0 Group  0 Pid  1001 on     node-a device  0 [0x18] NVIDIA H100 80GB HBM3\n#  Rank  1 Group  0 Pid  1001 on     node-a device  1 [0x2a] NVIDIA H100 80GB HBM3\n#\n#                                                              out-of-place                       in-place\n#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n     1048576        262144     float     sum      -1    40.11   26.14   45.75      0    39.80   26.35   46.11      0\n  8589934592    2147483648     float     sum      -1  36512.2  235.26  411.71      0  36480.1  235.47  412.07      0\n# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 228.9\n', 'nccl-debug.txt': 'node-a:1001:1001 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\nnode-a:1001:1050 [0] NCCL INFO Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA\nnode-b:2001:2050 [0] NCCL INFO Channel 00/0 : 8[0] -> 0[0] [receive] via NET/Socket/0\nnode-a:1001:1050 [0] NCCL WARN NET/IB : Got completion from peer with error 12\n', 'nccl-noheader-rank.txt': '[1,0]<stdout>:   134217728      33554432     float     sum      -1   1234.5  108.72  190.26      0   1230.1  109.11  190.95      0\n[1,0]<stdout>:   268435456      67108864     float     sum      -1   2345.6  114.44  200.28      0   2340.2  114.71  200.74      0\n', 'smi-query.csv': 'index, name, memory.total [MiB], clocks.max.sm [MHz]\n0, NVIDIA H100 80GB HBM3, 81559 MiB, 1980 MHz\n1, NVIDIA H100 80GB HBM3, abc MiB, 1e308 MHz\n', 'topo.txt': '\tGPU0\tGPU1\tNIC0\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tNV18\tPXB\t0-47\t0\nGPU1\tNV18\t X \tPXB\t0-47\t0\nNIC0\tPXB\tPXB\t X \t\t\n\nLegend:\n  X    = Self\n  NV#  = Connection traversing a bonded set of # NVLinks\n'}
+LEDGER_SEEDS = {'busbw.csv': 'id,machine,pool,kind,value,unit,tool,raw_sha256,raw_file,time_utc,version,context_json\n1,node-a,h100,busbw_peak_gb_per_s,411.7,GB/s,all_reduce_perf,,ar.txt,2026-01-05T10:00:00Z,0.9.0,"{""op"":""all_reduce"",""ranks"":16,""nodes"":2,""msg_bytes"":8589934592}"\n', 'mixed.csv': 'id,machine,pool,kind,value,unit,tool,raw_sha256,raw_file,time_utc,version,context_json\n1,node-a,h100,gemm_tflops,650,TFLOPS,gemm,,,2026-01-05,,"{""m"":8192,""n"":8192,""k"":8192}"\n2,node-a,h100,tokens_per_s,120000,tokens/s,train,,,2026-01-05,,"{}"\n3,node-b,h100,storage_seq_write_mb_per_s,2500,MB/s,fio,,,2026-01-06,,\n', 'zero-ranks.csv': 'id,machine,pool,kind,value,unit,tool,raw_sha256,raw_file,time_utc,version,context_json\n1,node-a,h100,busbw_gb_per_s,100,GB/s,all_reduce_perf,,,2026-01-05,,"{""ranks"":0,""nodes"":0}"\n'}
+PLAN_JSON_SEEDS = {'edited-schema.json': '{"schema": 999, "plans": [{"job": {"model.preset": "llama-2-7b", "cluster.gpu": "h100-sxm-80gb", "cluster.num_gpus": "8"}, "time_s": 1e308, "cost_usd": -5}]}\n', 'minimal.json': '{"schema": 1, "plans": [{"job": {"model.preset": "llama-2-7b", "training.tokens": "1e9", "cluster.gpu": "h100-sxm-80gb", "cluster.num_gpus": "8", "cluster.gpus_per_node": "8"}, "instance": null, "time_s": 3600, "step_time_s": 1.5, "cost_usd": 98.5}]}\n'}
+
+
+def newer_readers():
+    for name, text in VERIFY_SEEDS.items():
+        put("verify", name, text)
+    for name, text in LEDGER_SEEDS.items():
+        put("ledger", name, text)
+    for name, text in PLAN_JSON_SEEDS.items():
+        put("plan_json", name, text)
+    golden = os.path.join(ROOT, "tests", "golden")
+    for n in sorted(os.listdir(golden)):
+        path = os.path.join(golden, n)
+        if n.startswith("plan") and "json" in n and os.path.getsize(path) < 60000:
+            put("plan_json", n, open(path, "rb").read())
+    fixtures = os.path.join(ROOT, "tests", "fixtures", "import")
+    for n in sorted(os.listdir(fixtures)):
+        path = os.path.join(fixtures, n)
+        if not os.path.isfile(path) or os.path.getsize(path) >= 60000:
+            continue
+        k = 0 if n.endswith(".json") else 1 if n.endswith((".yaml", ".yml")) else 2 if n.endswith(".toml") else 3
+        put("import", n, bytes([48 + k]) + open(path, "rb").read())
+
+
 def main():
     if os.path.isdir(OUT):
         shutil.rmtree(OUT)
@@ -119,6 +148,7 @@ def main():
         p = os.path.join(SHARED, n)
         if os.path.exists(p):
             put("validation", n, csv_subset(p, picks))
+    newer_readers()
     write_dicts(data)
     total = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(OUT) for f in fs)
     assert total < 2 * 1024 * 1024, total

@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-all=(job hf_config catalog calibration validation)
+all=(job hf_config catalog calibration validation verify import plan_json ledger)
 seconds="${FUZZ_SECONDS:-60}"
 replay_only=0
 pending=0
@@ -31,7 +31,8 @@ done
 [ ${#harnesses[@]} -gt 0 ] || harnesses=("${all[@]}")
 jobs="${FUZZ_JOBS:-$(nproc)}"
 
-declare -A max_len=([job]=4096 [hf_config]=4096 [catalog]=8192 [calibration]=8192 [validation]=8192)
+declare -A max_len=([job]=4096 [hf_config]=4096 [catalog]=8192 [calibration]=8192 [validation]=8192 [verify]=16384 [import]=8192
+                   [plan_json]=16384 [ledger]=8192)
 
 for tool in clang clang++; do
   command -v "$tool" > /dev/null || { echo "fuzz.sh: $tool not found (bash scripts/deps.sh --test installs it)" >&2; exit 1; }

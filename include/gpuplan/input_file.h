@@ -29,4 +29,13 @@ Status CheckNoNulBytes(const std::string& text, const std::string& file);
 // never have one (JSON's commas are all inside brackets; a block mapping's ',' is inside a value).
 Status CheckNoStrayComma(const std::string& text, const std::string& file);
 
+// The deepest nesting of [ ] / { } gpuplan reads in a JSON text. nlohmann::json parses by recursion:
+// a 100k-deep document (a hand-edited or hostile ledger row, a PLAN.json) would overflow the stack.
+// Real documents nest a handful of levels (a PLAN.json row's job, a measurement's context).
+inline constexpr int kMaxJsonDepth = 128;
+
+// Refuses JSON nested deeper than max_depth (brackets inside strings do not count) at the line where
+// it goes too deep: `file:line: key: nested deeper than 128 levels`. Call before nlohmann::json::parse.
+Status CheckJsonDepth(const std::string& text, const Location& where, int max_depth = kMaxJsonDepth);
+
 }  // namespace gpuplan

@@ -70,6 +70,9 @@ Result<Args> ParseArgs(const std::vector<std::string>& argv, const std::vector<F
     if (takes_value && !has_value) {
       if (i + 1 < argv.size() && (!optional_value || argv[i + 1].rfind("--", 0) != 0)) {
         value = argv[++i];
+        // "--out ''" is a missing value as "--out=" is: an empty path, format or name is never a default.
+        if (spec != own.end() && value.empty())
+          return Status::BadInput({"command line", 0, "--" + name}, "needs a value (an empty string was given)");
       } else if (optional_value) {
         value = "true";
       } else {

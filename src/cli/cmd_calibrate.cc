@@ -5,6 +5,8 @@
 #include "cli.h"
 #include "commands.h"
 #include "gpuplan/calibrate.h"
+#include "gpuplan/input_file.h"
+#include "gpuplan/launch.h"
 #include "gpuplan/ledger.h"
 #include "ledger_flags.h"
 
@@ -18,9 +20,56 @@ const std::vector<FlagSpec>& CalibrateFlags() {
     f.push_back({"pool", true, "only this pool's measurements (default: every pool)"});
     f.push_back({"machine", true, "only this machine's measurements"});
     f.push_back({"since", true, "only measurements at or after this date (YYYY-MM-DD)"});
+    f.push_back({"instance", true, "the catalog instance the pool is (its GPU, GPUs per node, network and NIC count: a p5 has 32 EFA NICs)"});
+    f.push_back({"plan", true, "a PLAN.json (`gpuplan plan --json`): its row's job and instance instead of JOB.yaml"});
+    f.push_back({"plan-row", true, "--plan: row N of the PLAN.json (default 1)"});
     return f;
   }();
   return flags;
+}
+
+Location Flag(const std::string& name) { return {"command line", 0, "--" + name}; }
+
+// The instance is the hardware (as export resolves a pinned job's --instance): its GPU, GPUs per
+// node and, unless the job names them, its network link and NIC count. A measured busbw is fitted
+// against the machine's real NICs, not one per GPU.
+Status ApplyInstance(Job& job, const Catalog& catalog, const std::string& id, const Location& where) {
+  auto inst = catalog.FindInstance(id);
+  if (!inst.ok()) return Status::BadInput(where, inst.status().reason());
+  job.cluster.gpu = inst->gpu_id;
+  if (inst->gpu_count > 0 && !job.IsSet("cluster.gpus_per_node")) job.cluster.gpus_per_node = inst->gpu_count;
+  if (!job.IsSet("cluster.network") && !inst->network_link.empty() && inst->network_link != "unknown")
+    job.cluster.network = inst->network_link;
+  if (!job.IsSet("cluster.nics_per_node") && inst->nics) job.cluster.nics_per_node = static_cast<int64_t>(*inst->nics);
+  if (!job.IsSet("cluster.gpudirect_rdma")) job.cluster.gpudirect_rdma = inst->gpudirect_rdma != "no" && inst->rdma != "no";
+  return Status::Ok();
+}
+
+// JOB.yaml (with --instance) or a PLAN.json row (its own instance, or --instance): the job calibrate fits.
+Result<Context> CalibrateContext(const Args& args) {
+  const bool from_plan = args.Has("plan");
+  if (from_plan && !args.positional.empty())
+    return Status::BadInput(Flag("plan"), "give JOB.yaml or --plan PLAN.json, not both");
+  if (!from_plan && args.Has("plan-row")) return Status::BadInput(Flag("plan-row"), "needs --plan PLAN.json");
+  auto ctx = LoadContext(args, /*finalize_job=*/false);
+  if (!ctx.ok()) return ctx.status();
+  std::string instance = args.Get("instance");
+  Location instance_at = Flag("instance");
+  if (from_plan) {
+    const std::string file = args.Get("plan");
+    auto row = ParseInteger(args.Get("plan-row", "1"), Flag("plan-row"), 1, 1 << 20);
+    if (!row.ok()) return row.status();
+    auto text = ReadInputFile(file);
+    if (!text.ok()) return text.status();
+    if (!IsPlanJson(*text)) return Status::BadInput({file, 1, "plans"}, "not the output of `gpuplan plan --json` (no \"plans\" array)");
+    auto pr = JobFromPlanJson(*text, file, *row);
+    if (!pr.ok()) return pr.status();
+    ctx->job = pr->job;
+    if (instance.empty()) instance = pr->instance, instance_at = {file, 0, "plans[" + std::to_string(*row - 1) + "].instance"};
+  }
+  if (!instance.empty()) GPUPLAN_RETURN_IF_ERROR(ApplyInstance(ctx->job, ctx->catalog, instance, instance_at));
+  GPUPLAN_RETURN_IF_ERROR(FinalizeJob(ctx->job));
+  return ctx;
 }
 }  // namespace
 
@@ -93,14 +142,16 @@ int CmdCalibrate(const std::vector<std::string>& argv) {
   auto args = ParseArgs(argv, CalibrateFlags(), true);
   if (!args.ok()) return Fail(args.status(), json);
   if (args->Has("help")) {
-    std::printf("usage: gpuplan calibrate JOB.yaml --ledger PATH [--pool NAME] > my-calibration.csv\n\n"
-                "The job names the hardware the pool is (GPU, GPUs per node, network) and the job a measured step ran.\n"
+    std::printf("usage: gpuplan calibrate (JOB.yaml [--instance ID] | --plan PLAN.json [--plan-row N]) --ledger PATH [--pool NAME]\n"
+                "                         > my-calibration.csv\n\n"
+                "The job names the hardware the pool is (GPU, GPUs per node, network) and the job a measured step ran;\n"
+                "--instance (or the PLAN.json row's instance) gives the machine's real NIC count.\n"
                 "Then: gpuplan estimate JOB.yaml --calibration my-calibration.csv\n\n%s",
                 FlagHelp(CalibrateFlags(), true, false).c_str());
     return 0;
   }
   if (Status st = RefusePlanFlags(*args, "calibrate"); !st.ok()) return Fail(st, json);
-  auto ctx = LoadContext(*args);
+  auto ctx = CalibrateContext(*args);
   if (!ctx.ok()) return Fail(ctx.status(), json);
   auto r = LedgerOverrides(args->Get("ledger", Ledger::DefaultPath()), args->Get("pool"), args->Get("machine"), args->Get("since"), ctx->job,
                            ctx->catalog, ctx->cal);

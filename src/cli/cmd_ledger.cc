@@ -1,6 +1,13 @@
 // gpuplan ledger list | show | export | forget | import: the resource ledger from the command line.
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 
 #include "cli.h"
 #include "commands.h"
@@ -55,6 +62,49 @@ Result<MeasurementFilter> FilterFrom(const Args& a) {
     *field = *t;
   }
   return f;
+}
+
+// --out must not be the ledger (or its -wal/-shm): an export over it would destroy what it exports.
+Status CheckNotLedger(const std::string& out, const std::string& ledger) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path o = fs::weakly_canonical(out, ec);
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+    const std::string l = ledger + suffix;
+    std::error_code e1;
+    if ((fs::exists(out, e1) && fs::exists(l, e1) && fs::equivalent(out, l, e1)) || (!ec && o == fs::weakly_canonical(l, e1)))
+      return Status::BadInput({"command line", 0, "--out"}, "'" + out + "' is the ledger" + (*suffix ? std::string(" 's ") + suffix + " file" : "") +
+                                                             " itself: name another file (nothing written)");
+  }
+  return Status::Ok();
+}
+
+// The whole export or nothing: a temporary file beside the target, renamed over it once written.
+Status WriteWhole(const std::string& path, const std::string& text) {
+  namespace fs = std::filesystem;
+  const Location at{path, 0, "--out"};
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return Status::BadInput(at, "is a folder: name a file");
+  const fs::path tmp = fs::path(path).parent_path() / ("." + fs::path(path).filename().string() + ".gpuplan-tmp-" + std::to_string(::getpid()));
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) return Status::BadInput(at, std::string("cannot write: ") + std::strerror(errno ? errno : EIO));
+    f << text;
+    f.flush();
+    if (!f) {
+      const std::string why = std::strerror(errno ? errno : EIO);
+      f.close();
+      fs::remove(tmp, ec);
+      return Status::BadInput(at, "write failed: " + why + " (nothing written)");
+    }
+  }
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    const std::string why = ec.message();
+    fs::remove(tmp, ec);
+    return Status::BadInput(at, "cannot rename into place: " + why + " (nothing written)");
+  }
+  return Status::Ok();
 }
 
 int List(const Args& a, bool json) {
@@ -129,18 +179,18 @@ int Show(const Args& a, bool json) {
 }
 
 int Export(const Args& a, bool json) {
-  auto l = OpenExisting(a);
-  if (!l.ok()) return Fail(l.status(), json);
-  auto f = FilterFrom(a);
-  if (!f.ok()) return Fail(f.status(), json);
   std::string fmt = json ? "json" : a.Get("format", "csv");
   if (fmt != "csv" && fmt != "json") return Fail(Status::BadInput({"command line", 0, "--format"}, "expected csv|json, got '" + fmt + "'"), json);
+  if (a.Has("out"))
+    if (Status st = CheckNotLedger(a.Get("out"), a.Get("ledger", Ledger::DefaultPath())); !st.ok()) return Fail(st, json);
+  auto f = FilterFrom(a);
+  if (!f.ok()) return Fail(f.status(), json);
+  auto l = OpenExisting(a);
+  if (!l.ok()) return Fail(l.status(), json);
   auto text = (*l)->Export(*f, fmt == "csv" ? LedgerExportFormat::kCsv : LedgerExportFormat::kJson);
   if (!text.ok()) return Fail(text.status(), json);
   if (a.Has("out")) {
-    std::ofstream out(a.Get("out"), std::ios::binary);
-    out << *text;
-    if (!out) return Fail(Status::BadInput({a.Get("out"), 0, "--out"}, "cannot write"), json);
+    if (Status st = WriteWhole(a.Get("out"), *text); !st.ok()) return Fail(st, json);
   } else {
     std::fputs(text->c_str(), stdout);
   }
@@ -206,6 +256,17 @@ int CmdLedger(const std::vector<std::string>& argv) {
     return args->Has("help") ? 0 : 1;
   }
   const std::string sub = args->positional[0];
+  // A flag another subcommand takes is refused, not ignored (`ledger list --yes`, `ledger import --format xml`).
+  static const std::map<std::string, std::set<std::string>> kOwnFlags = {
+      {"list", {}},
+      {"show", {"pool", "machine"}},
+      {"export", {"pool", "machine", "kind", "since", "before", "format", "out"}},
+      {"forget", {"pool", "machine", "before", "yes"}},
+      {"import", {"batch", "ack"}}};
+  if (auto own = kOwnFlags.find(sub); own != kOwnFlags.end())
+    for (const auto& [flag, values] : args->flags)
+      if (flag != "ledger" && flag != "json" && flag != "help" && !own->second.count(flag))
+        return Fail(Status::BadInput({"command line", 0, "--" + flag}, "not a flag of `gpuplan ledger " + sub + "`"), json);
   if (sub == "list") return List(*args, json);
   if (sub == "show") return Show(*args, json);
   if (sub == "export") return Export(*args, json);

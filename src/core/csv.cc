@@ -201,11 +201,7 @@ Result<CsvTable> ParseCsv(const std::string& text, const std::string& file) {
 }
 
 Result<std::string> ReadTextFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::BadInput({path, 0, ""}, "cannot open file");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return ReadInputFile(path);  // regular files only, under kMaxInputFileBytes: never a FIFO, a device or a 100 MB log
 }
 
 Result<CsvTable> ReadCsvFile(const std::string& path) {

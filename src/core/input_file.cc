@@ -163,4 +163,27 @@ Status CheckNoStrayComma(const std::string& t, const std::string& file) {
   return Status::Ok();
 }
 
+Status CheckJsonDepth(const std::string& text, const Location& where, int max_depth) {
+  int depth = 0, line = where.line > 0 ? where.line : 1;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') ++line;
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    else if (c == '[' || c == '{') {
+      if (++depth > max_depth)
+        return Status::BadInput({where.file, line, where.key}, "JSON nested deeper than " + std::to_string(max_depth) +
+                                                                   " levels (real files nest a few; a damaged or generated file?)");
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace gpuplan

@@ -112,10 +112,10 @@ Result<std::vector<Artifact>> ExportArtifacts(ExportFormat format, const std::op
 namespace {
 Status WriteOne(const std::filesystem::path& path, const Artifact& a) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f) return Status::BadInput({path.string(), 0, "--out"}, std::string("cannot write: ") + std::strerror(errno));
+  if (!f) return Status::BadInput({path.string(), 0, "--out"}, std::string("cannot write: ") + std::strerror(errno ? errno : EIO));
   f << a.content;
   f.flush();
-  if (!f) return Status::BadInput({path.string(), 0, "--out"}, std::string("write failed: ") + std::strerror(errno));
+  if (!f) return Status::BadInput({path.string(), 0, "--out"}, std::string("write failed: ") + std::strerror(errno ? errno : EIO));
   f.close();
   std::error_code ec;
   std::filesystem::permissions(path,
@@ -126,40 +126,106 @@ Status WriteOne(const std::filesystem::path& path, const Artifact& a) {
 }
 }  // namespace
 
+namespace {
+
+namespace fs = std::filesystem;
+
+// The files staged in a temporary folder, then moved into place; Commit or, on any failure, Undo
+// leaves the target as it was: nothing half-written, no temporary file, no new empty folder.
+class Staged {
+ public:
+  Staged(fs::path target, fs::path stage) : target_(std::move(target)), stage_(std::move(stage)) {}
+  ~Staged() {
+    std::error_code ec;
+    if (!stage_.empty()) fs::remove_all(stage_, ec);
+  }
+  const fs::path& stage() const { return stage_; }
+  // Moves every staged file over its name in the (existing) target; an old file is kept aside until all moved.
+  Status MoveInto(const std::vector<Artifact>& files) {
+    for (const auto& a : files) {
+      const fs::path dst = target_ / a.name, old = stage_ / (".old-" + a.name);
+      std::error_code ec;
+      const bool existed = fs::exists(fs::symlink_status(dst, ec));
+      if (existed) {
+        fs::rename(dst, old, ec);
+        if (ec) return Undo(dst, "cannot move the old file aside: " + ec.message());
+        moved_aside_.push_back(a.name);
+      }
+      fs::rename(stage_ / a.name, dst, ec);
+      if (ec) return Undo(dst, "cannot rename into place: " + ec.message());
+      placed_.push_back(a.name);
+    }
+    return Status::Ok();
+  }
+
+ private:
+  // Puts back what MoveInto did so far; the reason is built before any cleanup can overwrite errno.
+  Status Undo(const fs::path& at, const std::string& reason) {
+    std::error_code ec;
+    for (const auto& n : placed_) fs::remove(target_ / n, ec);
+    for (const auto& n : moved_aside_) fs::rename(stage_ / (".old-" + n), target_ / n, ec);
+    return Status::BadInput({at.string(), 0, "--out"}, reason + " (nothing written)");
+  }
+  fs::path target_, stage_;
+  std::vector<std::string> placed_, moved_aside_;
+};
+
+// The first folder of `dir` (or `dir` itself) that does not exist yet: what to remove on failure.
+fs::path FirstMissing(const fs::path& dir) {
+  fs::path missing;
+  std::error_code ec;
+  for (fs::path p = dir; !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+    missing = p;
+    if (p == p.parent_path()) break;
+  }
+  return missing;
+}
+
+}  // namespace
+
 Status WriteArtifacts(const std::vector<Artifact>& files, const std::string& dir) {
-  namespace fs = std::filesystem;
   std::set<std::string> names;
   for (const auto& a : files) {
-    if (a.name.empty() || a.name.find('/') != std::string::npos || a.name == "." || a.name == "..")
+    if (a.name.empty() || a.name.find('/') != std::string::npos || a.name == "." || a.name == ".." || a.name.rfind(".old-", 0) == 0)
       return Status::Internal("artefact name '" + a.name + "' is not a plain file name");
     if (!names.insert(a.name).second) return Status::Internal("artefact '" + a.name + "' emitted twice");
   }
+  if (dir.empty()) return Status::BadInput({"command line", 0, "--out"}, "needs a folder");
   std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec || !fs::is_directory(dir, ec))
-    return Status::BadInput({dir, 0, "--out"}, "cannot create the directory" + (ec ? ": " + ec.message() : std::string()));
-  // Every file to a temporary name first; only when all are written are they renamed into place.
-  const std::string tag = ".gpuplan-tmp-" + std::to_string(::getpid()) + "-";
-  std::vector<fs::path> temps;
-  auto cleanup = [&] {
-    for (const auto& t : temps) fs::remove(t, ec);
+  const fs::path target = fs::absolute(fs::path(dir), ec).lexically_normal();
+  if (ec) return Status::BadInput({dir, 0, "--out"}, "cannot resolve the folder: " + ec.message());
+  const fs::path clean = target.has_filename() ? target : target.parent_path();  // "out/" -> "out"
+  const bool exists = fs::exists(clean, ec);
+  if (exists && !fs::is_directory(clean, ec))
+    return Status::BadInput({"command line", 0, "--out"}, "'" + dir + "' exists and is not a folder (nothing written)");
+  for (const auto& a : files)
+    if (exists && fs::is_directory(fs::symlink_status(clean / a.name, ec)))
+      return Status::BadInput({(clean / a.name).string(), 0, "--out"}, "a folder is in the way of the file " + a.name + " (nothing written)");
+  // A new folder is staged beside it and renamed into place whole; an existing one gets its stage inside.
+  const fs::path created = exists ? fs::path() : FirstMissing(clean.parent_path());
+  if (!exists) fs::create_directories(clean.parent_path(), ec);
+  const std::string tag = ".gpuplan-tmp-" + std::to_string(::getpid());
+  Staged staged(clean, exists ? clean / tag : clean.parent_path() / ("." + clean.filename().string() + tag));
+  auto fail = [&](Status st) {
+    std::error_code ignored;
+    if (!created.empty()) fs::remove_all(created, ignored);
+    return st;
   };
-  for (const auto& a : files) {
-    const fs::path tmp = fs::path(dir) / (tag + a.name);
-    temps.push_back(tmp);
-    if (Status st = WriteOne(tmp, a); !st.ok()) {
-      cleanup();
-      return st;
-    }
-  }
-  for (size_t i = 0; i < files.size(); ++i) {
-    fs::rename(temps[i], fs::path(dir) / files[i].name, ec);
+  if (ec || !fs::create_directory(staged.stage(), ec))
+    return fail(Status::BadInput({dir, 0, "--out"}, "cannot create the folder: " + (ec ? ec.message() : std::string("it exists"))));
+  for (const auto& a : files)
+    if (Status st = WriteOne(staged.stage() / a.name, a); !st.ok())
+      return fail(Status::BadInput({(clean / a.name).string(), 0, "--out"}, st.reason() + " (nothing written)"));
+  if (!exists) {
+    fs::permissions(staged.stage(), fs::perms(0755), fs::perm_options::replace, ec);
+    fs::rename(staged.stage(), clean, ec);
     if (ec) {
-      cleanup();
-      return Status::BadInput({(fs::path(dir) / files[i].name).string(), 0, "--out"}, "cannot rename into place: " + ec.message());
+      const std::string why = ec.message();
+      return fail(Status::BadInput({dir, 0, "--out"}, "cannot rename into place: " + why + " (nothing written)"));
     }
+    return Status::Ok();
   }
-  return Status::Ok();
+  return staged.MoveInto(files);
 }
 
 }  // namespace gpuplan

@@ -10,6 +10,7 @@
 
 #include "gpuplan/calibrate.h"
 #include "gpuplan/estimate.h"
+#include "gpuplan/input_file.h"
 #include "gpuplan/report.h"
 
 namespace gpuplan {
@@ -17,6 +18,9 @@ namespace gpuplan {
 namespace {
 
 nlohmann::json Context(const Measurement& m) {
+  // A context nested deeper than any real one (a ledger row written by another tool) reads as empty:
+  // nlohmann parses by recursion and a 100k-deep text would overflow the stack.
+  if (!CheckJsonDepth(m.context_json, {}).ok()) return nlohmann::json::object();
   try {
     auto j = nlohmann::json::parse(m.context_json.empty() ? "{}" : m.context_json);
     return j.is_object() ? j : nlohmann::json::object();
@@ -39,7 +43,7 @@ std::string Str(const nlohmann::json& ctx, std::initializer_list<const char*> na
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  return n % 2 ? v[n / 2] : v[n / 2 - 1] / 2 + v[n / 2] / 2;  // halves first: no overflow near the limits
 }
 
 // The measurement closest to the group's median (the row an override cites).
@@ -125,15 +129,25 @@ void BusBw(const Env& e, const std::vector<const Measurement*>& group) {
     e.out.skipped.push_back("ledger row " + std::to_string(cite.id) + ": unknown collective '" + Str(ctx, {"op"}, "") + "'");
     return;
   }
-  const int64_t gpn = e.job.cluster.gpus_per_node;
-  const auto ranks = static_cast<int64_t>(Num(ctx, {"ranks", "n", "world"}, static_cast<double>(e.job.cluster.num_gpus)));
-  const auto nodes = static_cast<int64_t>(Num(ctx, {"nodes"}, static_cast<double>((ranks + gpn - 1) / gpn)));
-  if (ranks < 2 || nodes < 1) {
-    e.out.skipped.push_back("ledger row " + std::to_string(cite.id) + ": fewer than 2 ranks");
+  const int64_t gpn = std::max<int64_t>(1, e.job.cluster.gpus_per_node);
+  // Counts as stored (any number a row's context holds): whole, within what a cluster has, before any cast or division.
+  constexpr double kMaxRanks = 1 << 24;
+  const double ranks_value = Num(ctx, {"ranks", "n", "world"}, static_cast<double>(e.job.cluster.num_gpus));
+  if (!(ranks_value >= 2 && ranks_value <= kMaxRanks) || ranks_value != std::floor(ranks_value)) {
+    e.out.skipped.push_back("ledger row " + std::to_string(cite.id) + ": ranks " + FormatNumber("%g", ranks_value) +
+                            " is not a whole number of at least 2 ranks");
     return;
   }
+  const auto ranks = static_cast<int64_t>(ranks_value);
+  const double nodes_value = Num(ctx, {"nodes"}, static_cast<double>((ranks + gpn - 1) / gpn));
+  if (!(nodes_value >= 1 && nodes_value <= ranks_value) || nodes_value != std::floor(nodes_value)) {
+    e.out.skipped.push_back("ledger row " + std::to_string(cite.id) + ": nodes " + FormatNumber("%g", nodes_value) +
+                            " is not a whole number in 1.." + std::to_string(ranks));
+    return;
+  }
+  const auto nodes = static_cast<int64_t>(nodes_value);
   const int64_t per_node = std::max<int64_t>(1, ranks / nodes);
-  if (bytes <= 0) bytes = double(int64_t{1} << 30);
+  if (!(bytes > 0 && bytes < 1e15)) bytes = double(int64_t{1} << 30);
   Job job = e.job;
   job.cluster.num_gpus = ranks;
   auto hw0 = ResolveHardware(job, e.catalog, e.base);
@@ -181,6 +195,8 @@ void Gemm(const Env& e, const std::vector<const Measurement*>& group) {
   const double shape = d / (d + hw->k.matmul_dim_half);
   const double model_before = *peak * hw->k.clock_factor * hw->k.matmul_eff_max * shape / 1e12;
   const double raw = measured * 1e12 / (*peak * hw->k.clock_factor * shape);
+  if (!std::isfinite(raw) || !std::isfinite(model_before))
+    return e.out.skipped.push_back("ledger row " + std::to_string(cite.id) + ": the GEMM shape in its context gives no finite efficiency");
   const NumberRange r = *CalibrationKeyRange("matmul_eff_max.x");
   const double v = std::clamp(raw, r.min, r.max);
   Push(e, "matmul_eff_max." + hw->gpu.id, hw->k.matmul_eff_max, v, v != raw, "fraction", cite, model_before);

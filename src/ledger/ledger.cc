@@ -18,7 +18,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <sys/stat.h>
+
 #include "gpuplan/csv.h"
+#include "gpuplan/input_file.h"
 #include "gpuplan/report.h"
 
 namespace gpuplan {
@@ -99,9 +102,16 @@ Result<std::string> ParseUtcTime(const std::string& text, const Location& where)
   for (size_t i = 0; i < 20; ++i) {
     if (kShape[i] == 'd' ? !std::isdigit(static_cast<unsigned char>(s[i])) : s[i] != kShape[i]) return bad();
   }
-  int mon = std::stoi(s.substr(5, 2)), day = std::stoi(s.substr(8, 2));
+  const int year = std::stoi(s.substr(0, 4)), mon = std::stoi(s.substr(5, 2)), day = std::stoi(s.substr(8, 2));
   int hh = std::stoi(s.substr(11, 2)), mm = std::stoi(s.substr(14, 2)), ss = std::stoi(s.substr(17, 2));
   if (mon < 1 || mon > 12 || day < 1 || day > 31 || hh > 23 || mm > 59 || ss > 60) return bad();
+  // A day the calendar does not have (2026-02-30, 2025-02-29) or a year before any GPU measurement.
+  const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+  const int days_in_month[] = {31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  if (day > days_in_month[mon - 1])
+    return Status::BadInput(where, "no such date: " + s.substr(0, 10) + " (month " + std::to_string(mon) + " has " +
+                                       std::to_string(days_in_month[mon - 1]) + " days)");
+  if (year < 1970) return Status::BadInput(where, "year " + std::to_string(year) + " is before 1970: not a measurement time");
   return s;
 }
 
@@ -109,8 +119,28 @@ Result<std::string> ParseUtcTime(const std::string& text, const Location& where)
 // Small SQLite helpers.
 namespace {
 
+// The database's file: where a SQLite error is located.
+std::string DbFile(sqlite3* db) {
+  const char* f = db ? sqlite3_db_filename(db, "main") : nullptr;
+  return f && *f ? f : "ledger";
+}
+
+// A SQLite error (a full disk, a locked or damaged file, a file changed underneath) is about the
+// user's file, not a gpuplan bug: bad input at the ledger's path, with SQLite's words.
+std::string SqlHint(int code) {
+  switch (code & 0xff) {
+    case SQLITE_FULL: return " (the disk is full: free space and run it again; nothing was written)";
+    case SQLITE_CORRUPT: case SQLITE_NOTADB: return " (the ledger file is damaged: restore a copy or `sqlite3 FILE .recover`)";
+    case SQLITE_READONLY: case SQLITE_PERM: case SQLITE_CANTOPEN: return " (no permission to write the ledger or its folder)";
+    case SQLITE_BUSY: case SQLITE_LOCKED: return " (another process holds the ledger: try again)";
+    case SQLITE_IOERR: return " (an I/O error: the disk, or a full or read-only file system)";
+    default: return "";
+  }
+}
+
 Status SqlError(sqlite3* db, const std::string& what) {
-  return Status::Internal("ledger: " + what + ": " + sqlite3_errmsg(db));
+  const int code = db ? sqlite3_extended_errcode(db) : SQLITE_ERROR;
+  return Status::BadInput({DbFile(db), 0, ""}, "ledger: " + what + ": " + (db ? sqlite3_errmsg(db) : "no database") + SqlHint(code));
 }
 
 class Stmt {
@@ -156,7 +186,8 @@ Status Exec(sqlite3* db, const char* sql) {
   if (sqlite3_exec(db, sql, nullptr, nullptr, &err) != SQLITE_OK) {
     std::string msg = err ? err : "unknown error";
     sqlite3_free(err);
-    return Status::Internal(std::string("ledger: ") + msg + " (in: " + std::string(sql).substr(0, 60) + ")");
+    return Status::BadInput({DbFile(db), 0, ""}, std::string("ledger: ") + msg + SqlHint(sqlite3_extended_errcode(db)) + " (in: " +
+                                                     std::string(sql).substr(0, 40) + ")");
   }
   return Status::Ok();
 }
@@ -201,12 +232,62 @@ Result<int> UserVersion(sqlite3* db) {
   return static_cast<int>(s.Int(0));
 }
 
+// No measured quantity (bytes of a disk, tokens/s of a cluster) comes near this; 1e308 is a typo or an attack,
+// and sums or medians of such values overflow to inf.
+constexpr double kMaxMeasurementMagnitude = 1e18;
+
+// PRAGMA application_id of a gpuplan ledger ("GPLN"): SQLite's way to say whose file a database is.
+constexpr int64_t kLedgerApplicationId = 0x47504C4E;
+
+// One integer from a PRAGMA or a COUNT query; nullopt with SQLite's error when it cannot be read.
+std::optional<int64_t> QueryInt(sqlite3* db, const char* sql) {
+  Stmt s(db, sql);
+  if (!s.ok() || s.Step() != SQLITE_ROW) return std::nullopt;
+  return s.Int(0);
+}
+
+// Before gpuplan writes anything into a file: it is gpuplan's ledger (its application_id, or a ledger
+// written before the id with gpuplan's tables) or a new empty database, and SQLite finds it healthy.
+Status CheckOwnedAndHealthy(sqlite3* db, const Location& where) {
+  auto tables = QueryInt(db, "SELECT COUNT(*) FROM sqlite_master");
+  if (!tables) {
+    const int code = sqlite3_errcode(db) & 0xff;
+    // Line 1: the file does not start with SQLite's header ("SQLite format 3").
+    if (code == SQLITE_NOTADB) return Status::BadInput({where.file, 1, ""}, "not a gpuplan ledger (not a SQLite database); nothing written");
+    if (code != SQLITE_BUSY && code != SQLITE_LOCKED)
+      return Status::BadInput(where, std::string("cannot read the ledger: ") + sqlite3_errmsg(db) + SqlHint(code) + "; nothing written");
+    return Status::Ok();  // busy: the WAL switch below waits for the other writer
+  }
+  const int64_t app_id = QueryInt(db, "PRAGMA application_id").value_or(-1);
+  if (*tables == 0 && app_id == 0) return Status::Ok();  // a new (empty) database
+  if (app_id != kLedgerApplicationId) {
+    const int64_t ours = QueryInt(db, "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN "
+                                      "('pools', 'machines', 'measurements', 'migrations')").value_or(0);
+    const int64_t version = QueryInt(db, "PRAGMA user_version").value_or(-1);
+    if (app_id != 0 || ours != 4 || version < 1)
+      return Status::BadInput(where, "not a gpuplan ledger: a SQLite database of another application (application_id " +
+                                         std::to_string(app_id) + ", " + std::to_string(*tables) +
+                                         " schema objects); nothing written. Name another file with --ledger");
+  }
+  Stmt check(db, "PRAGMA quick_check(5)");
+  std::string problems;
+  int rc;
+  while (check.ok() && (rc = check.Step()) == SQLITE_ROW)
+    if (check.Text(0) != "ok") problems += (problems.empty() ? "" : "; ") + check.Text(0);
+  if (!check.ok() || (rc != SQLITE_DONE && problems.empty())) problems = sqlite3_errmsg(db);
+  if (!problems.empty())
+    return Status::BadInput(where, "the ledger is damaged (SQLite quick_check: " + problems.substr(0, 200) +
+                                       "); nothing written. Restore a copy, or `sqlite3 FILE .recover`");
+  return Status::Ok();
+}
+
 bool ValidKind(const std::string& k) {
   if (k.empty() || k.size() > 64) return false;
   return std::all_of(k.begin(), k.end(), [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'; });
 }
 
 bool IsJsonObject(const std::string& s) {
+  if (!CheckJsonDepth(s, {}).ok()) return false;  // nlohmann parses by recursion: a 100k-deep text would overflow the stack
   try {
     return nlohmann::json::parse(s).is_object();
   } catch (const std::exception&) {
@@ -220,17 +301,18 @@ Status CheckItem(const MeasurementInput& m, const Location& where) {
     at.key = "kind";
     return Status::BadInput(at, "must be 1-64 characters of [a-z0-9_], got '" + m.kind + "'");
   }
-  if (!std::isfinite(m.value)) {
+  if (!std::isfinite(m.value) || std::abs(m.value) > kMaxMeasurementMagnitude) {
     at.key = "value";
-    return Status::BadInput(at, "must be a finite number (" + m.kind + ")");
+    return Status::BadInput(at, "must be a finite number within +-1e18 (" + m.kind + ")");
   }
   if (m.unit.empty()) {
     at.key = "unit";
     return Status::BadInput(at, "must not be empty (" + m.kind + ")");
   }
-  if (!m.context_json.empty() && !IsJsonObject(m.context_json)) {
+  if (!m.context_json.empty()) {
     at.key = "context_json";
-    return Status::BadInput(at, "must be a JSON object, got '" + m.context_json + "'");
+    if (Status deep = CheckJsonDepth(m.context_json, at); !deep.ok()) return deep;
+    if (!IsJsonObject(m.context_json)) return Status::BadInput(at, "must be a JSON object, got '" + m.context_json.substr(0, 80) + "'");
   }
   return Status::Ok();
 }
@@ -278,12 +360,24 @@ Result<int64_t> EnsureMachine(sqlite3* db, const std::string& hostname, const st
   return static_cast<int64_t>(sqlite3_last_insert_rowid(db));
 }
 
+constexpr const char* kInsertMeasurementSql =
+    "INSERT INTO measurements(machine_id, kind, value, unit, tool, raw_sha256, raw_file, time_utc, version, context_json)"
+    " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
+
+// Inside a transaction: one measurement row through a prepared INSERT (reset for the next row).
+Status StepMeasurement(sqlite3* db, Stmt& ins, int64_t machine_id, const MeasurementBatch& b, const MeasurementInput& m) {
+  ins.Reset();
+  ins.Bind(1, machine_id).Bind(2, m.kind).Bind(3, m.value).Bind(4, m.unit).Bind(5, b.tool).Bind(6, b.raw_sha256);
+  ins.Bind(7, b.raw_file).Bind(8, b.time_utc.empty() ? UtcNow() : b.time_utc);
+  ins.Bind(9, b.version.empty() ? std::string(kVersion) : b.version);
+  ins.Bind(10, m.context_json.empty() ? std::string("{}") : m.context_json);
+  if (ins.Step() != SQLITE_DONE) return SqlError(db, "writing measurement " + m.kind);
+  return Status::Ok();
+}
+
 // Inside a transaction: one measurement row.
 Result<int64_t> InsertMeasurement(sqlite3* db, int64_t machine_id, const MeasurementBatch& b, const MeasurementInput& m) {
-  static const char* kSql =
-      "INSERT INTO measurements(machine_id, kind, value, unit, tool, raw_sha256, raw_file, time_utc, version, context_json)"
-      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
-  Stmt ins(db, kSql);
+  Stmt ins(db, kInsertMeasurementSql);
   ins.Bind(1, machine_id).Bind(2, m.kind).Bind(3, m.value).Bind(4, m.unit).Bind(5, b.tool).Bind(6, b.raw_sha256);
   ins.Bind(7, b.raw_file).Bind(8, b.time_utc.empty() ? UtcNow() : b.time_utc);
   ins.Bind(9, b.version.empty() ? std::string(kVersion) : b.version);
@@ -323,6 +417,9 @@ Result<std::unique_ptr<Ledger>> Ledger::Open(const std::string& path, const Ledg
   std::error_code ec;
   const bool exists = std::filesystem::exists(path, ec);
   if (!exists && !options.create) return Status::BadInput(where, "no ledger here (nothing recorded yet)");
+  // SQLite would block reading a FIFO and cannot use a device or a folder: regular files only.
+  if (struct stat st {}; exists && ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    return Status::BadInput(where, "not a gpuplan ledger (not a regular file: a folder, a FIFO or a device)");
   if (!exists) {
     auto parent = std::filesystem::path(path).parent_path();
     if (!parent.empty()) std::filesystem::create_directories(parent, ec);
@@ -337,6 +434,7 @@ Result<std::unique_ptr<Ledger>> Ledger::Open(const std::string& path, const Ledg
   }
   std::unique_ptr<Ledger> ledger(new Ledger(db, path));
   sqlite3_busy_timeout(db, options.busy_timeout_ms);
+  GPUPLAN_RETURN_IF_ERROR(CheckOwnedAndHealthy(db, where));
   // Switching to WAL needs a moment of exclusive access: another process opening the same new file
   // may hold it, and SQLite answers BUSY without calling the busy handler; wait for it here.
   std::string mode;
@@ -375,6 +473,8 @@ Status Ledger::Migrate() {
       return Status::BadInput({path_, 0, ""}, "ledger schema version " + std::to_string(*v) +
                                                   " was written by a newer gpuplan (this one knows up to " +
                                                   std::to_string(kLedgerSchemaVersion) + ")");
+    if (QueryInt(db_, "PRAGMA application_id").value_or(0) != kLedgerApplicationId)
+      GPUPLAN_RETURN_IF_ERROR(Exec(db_, ("PRAGMA application_id=" + std::to_string(kLedgerApplicationId)).c_str()));
     if (*v == kLedgerSchemaVersion) return Status::Ok();
     GPUPLAN_RETURN_IF_ERROR(Exec(db_,
                                  "CREATE TABLE IF NOT EXISTS migrations (version INTEGER PRIMARY KEY,"
@@ -439,6 +539,11 @@ Result<std::vector<Measurement>> Ledger::Measurements(const MeasurementFilter& f
   while ((rc = s.Step()) == SQLITE_ROW) {
     out.push_back({s.Int(0), s.Text(1), s.Text(2), s.Text(3), s.Double(4), s.Text(5), s.Text(6), s.Text(7), s.Text(8),
                    s.Text(9), s.Text(10), s.Text(11)});
+    // gpuplan never writes one; a row edited with another tool must not reach a median or a fit as inf/nan.
+    if (const double v = out.back().value; !std::isfinite(v) || std::abs(v) > kMaxMeasurementMagnitude)
+      return Status::BadInput({path_, 0, "measurements.id " + std::to_string(out.back().id)},
+                              "value is not a finite number within +-1e18 (the file was changed outside gpuplan): remove the row "
+                              "with sqlite3, or `gpuplan ledger forget`");
   }
   if (rc != SQLITE_DONE) return SqlError(db_, "querying measurements");
   return out;
@@ -474,7 +579,7 @@ Result<std::vector<KindStats>> Ledger::Stats(const MeasurementFilter& filter) co
     for (const auto* m : ms) v.push_back(m->value);
     std::sort(v.begin(), v.end());
     size_t n = v.size();
-    k.median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    k.median = n % 2 ? v[n / 2] : v[n / 2 - 1] / 2 + v[n / 2] / 2;  // halves first: no overflow near the limits
     out.push_back(std::move(k));
   }
   return out;
@@ -606,6 +711,7 @@ Result<std::string> Ledger::Export(const MeasurementFilter& filter, LedgerExport
   for (const auto& m : *rows) {
     nlohmann::json ctx = nlohmann::json::object();
     try {
+      if (!CheckJsonDepth(m.context_json, {}).ok()) throw std::runtime_error("too deep");
       ctx = nlohmann::json::parse(m.context_json);
     } catch (const std::exception&) {
       ctx = {{"unparsed", m.context_json}};
@@ -626,6 +732,7 @@ Result<int64_t> Ledger::ImportCsv(const std::string& path, int64_t rows_per_comm
     if (table->Column(col) < 0) return Status::BadInput({path, 1, col}, "missing column (header: " + std::string(kLedgerCsvHeader) + ")");
   // Check every row before writing any.
   std::vector<MeasurementBatch> rows;
+  std::vector<int> rows_line;
   for (const auto& row : table->rows) {
     CsvRecord r(*table, row);
     const Location where{path, row.line, ""};
@@ -641,17 +748,27 @@ Result<int64_t> Ledger::ImportCsv(const std::string& path, int64_t rows_per_comm
     }
     GPUPLAN_RETURN_IF_ERROR(CheckBatch(b, where));
     rows.push_back(std::move(b));
+    rows_line.push_back(row.line);
   }
   const size_t chunk = rows_per_commit > 0 ? static_cast<size_t>(rows_per_commit) : std::max<size_t>(rows.size(), 1);
   int64_t committed = 0;
   for (size_t start = 0; start < rows.size(); start += chunk) {
     const size_t end = std::min(rows.size(), start + chunk);
     Status st = InTransaction(db_, [&]() -> Status {
+      // One prepared INSERT for the whole chunk and one machine lookup per (machine, pool): a
+      // 200k-row file is a few seconds, not a prepare and three queries per row.
+      Stmt ins(db_, kInsertMeasurementSql);
+      if (!ins.ok()) return SqlError(db_, "preparing the import");
+      std::map<std::pair<std::string, std::string>, int64_t> machine_ids;
       for (size_t i = start; i < end; ++i) {
-        auto machine = EnsureMachine(db_, rows[i].machine, rows[i].pool, "");
-        if (!machine.ok()) return machine.status();
-        auto id = InsertMeasurement(db_, *machine, rows[i], rows[i].items[0]);
-        if (!id.ok()) return id.status();
+        auto [it, fresh] = machine_ids.try_emplace({rows[i].machine, rows[i].pool}, 0);
+        if (fresh) {
+          auto machine = EnsureMachine(db_, rows[i].machine, rows[i].pool, "");
+          if (!machine.ok()) return machine.status();
+          it->second = *machine;
+        }
+        if (Status w = StepMeasurement(db_, ins, it->second, rows[i], rows[i].items[0]); !w.ok())
+          return Status::BadInput({path, rows_line[i], ""}, w.reason());
       }
       return Status::Ok();
     });

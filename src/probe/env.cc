@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "gpuplan/csv.h"
+#include "gpuplan/input_file.h"
 #include "gpuplan/probe.h"
 #include "gpuplan/strings.h"
 
@@ -27,14 +28,29 @@ namespace gpuplan {
 
 namespace {
 
+// procfs and sysfs files are regular files (size 0 or 4096, read to their end); a FIFO, a device or a
+// 100 MB file in a recorded tree is refused, never read (the one input reader, input_file.h).
 Result<std::string> ReadWholeFile(const std::string& real_path, const std::string& shown_path) {
-  std::ifstream in(real_path, std::ios::binary);
-  if (!in) return Status::BadInput({shown_path, 0, ""}, std::string("cannot read: ") + std::strerror(errno));
-  std::ostringstream ss;
-  ss << in.rdbuf();
+  auto text = ReadInputFile(real_path);
   // sysfs attributes a driver cannot answer (a NIC's speed with the link down) fail on read.
-  if (in.bad()) return Status::BadInput({shown_path, 0, ""}, "read error (the driver reports no value)");
-  return ss.str();
+  if (!text.ok()) return Status::BadInput({shown_path, 0, ""}, text.status().reason());
+  return text;
+}
+
+// A path of a recorded tree, resolved with its symlinks: inside `root` (itself resolved), or an error.
+// sysfs links are relative and stay inside (class/net/eth0 -> ../../devices/...); a link to /etc/passwd
+// or a "../../" step out of the tree is refused, so a recorded tree reads only itself.
+Result<std::string> Confined(const std::string& root, const std::string& path, const std::string& shown_path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (path.find('\0') != std::string::npos) return Status::BadInput({shown_path, 0, ""}, "not a path");
+  const fs::path real = fs::weakly_canonical(fs::path(root) / fs::path(path).relative_path(), ec);
+  if (ec) return Status::BadInput({shown_path, 0, ""}, "cannot resolve: " + ec.message());
+  const std::string r = real.string();
+  if (r != root && r.rfind(root + "/", 0) != 0)
+    return Status::BadInput({shown_path, 0, ""}, "leads outside the recorded tree (a symlink or '..' to " + r +
+                                                      "): a recorded machine is read only from its own folder");
+  return r;
 }
 
 Result<std::vector<std::string>> ListRealDir(const std::string& real_path, const std::string& shown_path) {
@@ -207,15 +223,50 @@ class RealEnv : public Env {
   }
 };
 
+// hwloc reads the tree on its own (HWLOC_FSROOT): before it does, every entry is a folder, a regular
+// file or a symlink that stays inside. A FIFO would hang hwloc's read, a device feed it forever.
+Status CheckRecordedTree(const std::string& fs_root, const std::string& shown_root) {
+  namespace fs = std::filesystem;
+  constexpr int64_t kMaxEntries = 1 << 20;  // a recorded sysfs/procfs subset is a few thousand entries
+  std::error_code ec;
+  int64_t n = 0;
+  for (fs::recursive_directory_iterator it(fs_root, fs::directory_options::none, ec), end; !ec && it != end; it.increment(ec)) {
+    if (++n > kMaxEntries) return Status::BadInput({shown_root, 0, ""}, "more than 1M entries: not a recorded machine");
+    const fs::file_status st = it->symlink_status(ec);
+    if (ec) break;
+    const std::string rel = it->path().lexically_relative(fs_root).string();  // the link itself, not its target
+    const std::string shown = shown_root + "/" + rel;
+    const Location flag{"command line", 0, "--recorded"};
+    if (fs::is_symlink(st)) {
+      auto inside = Confined(fs_root, rel, shown);
+      if (!inside.ok()) return Status::BadInput(flag, shown + ": " + inside.status().reason());
+      continue;
+    }
+    if (!fs::is_directory(st) && !fs::is_regular_file(st))
+      return Status::BadInput(flag, shown + ": not a regular file (a FIFO, a socket or a device): a recorded tree holds copies of files");
+    if (fs::is_regular_file(st) && static_cast<int64_t>(it->file_size(ec)) > kMaxInputFileBytes)
+      return Status::BadInput(flag, shown + ": over the 64 MiB input limit: a recorded procfs/sysfs file is a few KiB");
+  }
+  if (ec) return Status::BadInput({shown_root, 0, ""}, "cannot list: " + ec.message());
+  return Status::Ok();
+}
+
 class RecordedEnv : public Env {
  public:
-  RecordedEnv(std::string root, std::map<std::string, std::pair<std::string, int>> commands)
-      : root_(std::move(root)), commands_(std::move(commands)) {}
+  // root: the recorded folder, resolved (std::filesystem::canonical).
+  RecordedEnv(std::string root, std::string fs, std::map<std::string, std::pair<std::string, int>> commands)
+      : root_(std::move(root)), fs_(std::move(fs)), commands_(std::move(commands)) {}
 
-  Result<std::string> ReadFile(const std::string& path) override { return ReadWholeFile(root_ + "/fs" + path, path); }
-  Result<CpuTopology> Topology() override { return ReadHwlocTopology(root_ + "/fs"); }
+  Result<std::string> ReadFile(const std::string& path) override {
+    auto real = Confined(fs_, path, path);
+    if (!real.ok()) return real.status();
+    return ReadWholeFile(*real, path);
+  }
+  Result<CpuTopology> Topology() override { return ReadHwlocTopology(fs_); }
   Result<std::vector<std::string>> ListDir(const std::string& path) override {
-    return ListRealDir(root_ + "/fs" + path, path);
+    auto real = Confined(fs_, path, path);
+    if (!real.ok()) return real.status();
+    return ListRealDir(*real, path);
   }
   bool HasProgram(const std::string& name) override {
     for (const auto& [line, file] : commands_)
@@ -232,7 +283,9 @@ class RecordedEnv : public Env {
         return Status::BadInput({root_ + "/commands/index.tsv", 0, argv[0]}, "no recorded output for '" + line + "'");
       return Status::BadInput({"", 0, argv[0]}, "not found (not installed, or not on PATH)");
     }
-    auto text = ReadWholeFile(root_ + "/commands/" + it->second.first, "commands/" + it->second.first);
+    auto real = Confined(root_ + "/commands", it->second.first, "commands/" + it->second.first);
+    if (!real.ok()) return real.status();
+    auto text = ReadWholeFile(*real, "commands/" + it->second.first);
     if (!text.ok()) return text.status();
     RunResult r;
     r.exit_code = it->second.second;
@@ -241,7 +294,7 @@ class RecordedEnv : public Env {
   }
 
  private:
-  std::string root_;
+  std::string root_, fs_;
   std::map<std::string, std::pair<std::string, int>> commands_;  // argv line -> (file, exit code)
 };
 
@@ -249,14 +302,22 @@ class RecordedEnv : public Env {
 
 std::unique_ptr<Env> NewRealEnv() { return std::make_unique<RealEnv>(); }
 
-Result<std::unique_ptr<Env>> NewRecordedEnv(const std::string& root) {
+Result<std::unique_ptr<Env>> NewRecordedEnv(const std::string& given_root) {
   std::error_code ec;
-  if (!std::filesystem::is_directory(root + "/fs", ec))
-    return Status::BadInput({root, 0, ""}, "not a recorded machine (no fs/ folder)");
+  if (given_root.empty()) return Status::BadInput({"command line", 0, "--recorded"}, "needs a folder");
+  if (!std::filesystem::is_directory(given_root + "/fs", ec))
+    return Status::BadInput({given_root, 0, ""}, "not a recorded machine (no fs/ folder)");
+  const std::string root = std::filesystem::canonical(given_root, ec).string();
+  if (ec) return Status::BadInput({given_root, 0, ""}, "cannot resolve the folder: " + ec.message());
+  auto fs_dir = Confined(root, "fs", given_root + "/fs");
+  if (!fs_dir.ok()) return fs_dir.status();
+  GPUPLAN_RETURN_IF_ERROR(CheckRecordedTree(*fs_dir, given_root + "/fs"));
   std::map<std::string, std::pair<std::string, int>> commands;
   const std::string index = root + "/commands/index.tsv";
   if (std::filesystem::exists(index, ec)) {
-    auto text = ReadTextFile(index);
+    auto real_index = Confined(root, "commands/index.tsv", index);
+    if (!real_index.ok()) return real_index.status();
+    auto text = ReadInputFile(*real_index);
     if (!text.ok()) return text.status();
     std::istringstream in(*text);
     std::string line;
@@ -272,7 +333,7 @@ Result<std::unique_ptr<Env>> NewRecordedEnv(const std::string& root) {
       commands[cols[0]] = {cols[1], static_cast<int>(*code)};
     }
   }
-  return std::unique_ptr<Env>(std::make_unique<RecordedEnv>(root, std::move(commands)));
+  return std::unique_ptr<Env>(std::make_unique<RecordedEnv>(root, *fs_dir, std::move(commands)));
 }
 
 }  // namespace gpuplan

@@ -54,8 +54,21 @@ double LeadingNumber(const std::string& s) {
   size_t i = 0;
   while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.')) ++i;
   if (i == 0) return 0;
-  auto v = ParseDecimal(s.substr(0, i), {});
-  return v.ok() ? *v : 0;
+  auto v = ParseDecimal(s.substr(0, std::min<size_t>(i, 24)), {});  // 24 digits: past any rate, short of overflow
+  return v.ok() && *v < 1e9 ? *v : 0;
+}
+
+// "MemTotal:       16303716 kB" -> bytes; nullopt when the value is not a plausible kB count
+// ("MemTotal: abc", a negative or 1e30 value): such a value is not measured, never 0 bytes.
+std::optional<int64_t> MemTotalBytes(const std::string& meminfo) {
+  const auto pos = meminfo.find("MemTotal:");
+  if (pos == std::string::npos) return std::nullopt;
+  std::string v = Trim(meminfo.substr(pos + 9, meminfo.find('\n', pos) == std::string::npos ? std::string::npos
+                                                                                           : meminfo.find('\n', pos) - pos - 9));
+  if (v.size() > 3 && v.substr(v.size() - 3) == " kB") v = Trim(v.substr(0, v.size() - 3));
+  auto kb = ParseInteger(v, {}, 1, int64_t{1} << 40);  // up to 1 PiB
+  if (!kb.ok()) return std::nullopt;
+  return *kb * 1024;
 }
 
 std::vector<std::string> ListOrEmpty(Env& env, const std::string& path) {
@@ -140,8 +153,9 @@ void ReadNuma(Env& env, MachineFacts& f) {
     const std::string dir = "/sys/devices/system/node/" + n;
     node.cpulist = Attr(env, dir + "/cpulist").value_or("");
     if (auto mi = env.ReadFile(dir + "/meminfo"); mi.ok()) {
-      auto pos = mi->find("MemTotal:");
-      if (pos != std::string::npos) node.mem_bytes = static_cast<int64_t>(LeadingNumber(Trim(mi->substr(pos + 9, 40)))) * 1024;
+      // "Node 0 MemTotal:  ... kB": the same field after the node prefix.
+      if (auto bytes = MemTotalBytes(*mi)) node.mem_bytes = *bytes;
+      else f.gaps.push_back({"numa " + n + " memory", dir + "/meminfo has no readable MemTotal"});
     }
     f.numa.push_back(node);
   }
@@ -157,7 +171,12 @@ void ReadMemory(Env& env, MachineFacts& f) {
     f.gaps.push_back({"ram", "no MemTotal in /proc/meminfo"});
     return;
   }
-  f.ram_bytes = static_cast<int64_t>(LeadingNumber(Trim(mi->substr(pos + 9, 40)))) * 1024;
+  auto bytes = MemTotalBytes(*mi);
+  if (!bytes) {
+    f.gaps.push_back({"ram", "/proc/meminfo: MemTotal is not a kB count ('" + Trim(mi->substr(pos + 9, 40)).substr(0, 40) + "')"});
+    return;
+  }
+  f.ram_bytes = *bytes;
 }
 
 void ReadDisks(Env& env, MachineFacts& f) {
@@ -252,8 +271,12 @@ void ReadPcie(Env& env, MachineFacts& f) {
       f.gaps.push_back({"pcie " + a + " (" + kind + ")", "no current_link_width in sysfs (a virtual or non-PCIe-Express device)"});
       continue;
     }
+    if (*cw < 0 || *cw > 64) {
+      f.gaps.push_back({"pcie " + a + " (" + kind + ")", "current_link_width " + std::to_string(*cw) + " is not a lane count"});
+      continue;
+    }
     l.current_width = static_cast<int>(*cw);
-    l.max_width = static_cast<int>(AttrInt(env, dir + "/max_link_width").value_or(0));
+    l.max_width = static_cast<int>(std::clamp<int64_t>(AttrInt(env, dir + "/max_link_width").value_or(0), 0, 64));
     l.current_speed_gt_per_s = LeadingNumber(Attr(env, dir + "/current_link_speed").value_or(""));
     l.max_speed_gt_per_s = LeadingNumber(Attr(env, dir + "/max_link_speed").value_or(""));
     f.pcie.push_back(l);
@@ -297,11 +320,15 @@ void ReadGpus(Env& env, MachineFacts& f) {
     GpuInfo g;
     g.index = std::atoi(c[0].c_str());
     g.name = c[1];
-    g.memory_bytes = static_cast<int64_t>(OptNumber(c[2]).value_or(0)) << 20;
-    if (auto v = OptNumber(c[3])) g.pcie_gen = static_cast<int>(*v);
-    if (auto v = OptNumber(c[4])) g.pcie_width = static_cast<int>(*v);
-    g.max_sm_clock_mhz = OptNumber(c[5]);
-    g.power_limit_w = OptNumber(c[6]);
+    // MiB; a cell that is not a plausible size ("[N/A]", -1, 1e30) is not measured (0, printed as such).
+    if (auto mib = OptNumber(c[2]); mib && *mib >= 1 && *mib <= double(int64_t{1} << 30)) g.memory_bytes = static_cast<int64_t>(*mib) << 20;
+    else f.gaps.push_back({"gpu " + c[0] + " memory", "nvidia-smi memory.total '" + c[2].substr(0, 40) + "' is not a MiB count"});
+    // Readings outside what hardware has are not measured (a driver's -1, a garbled 1e30), never cast as they are.
+    auto within = [](std::optional<double> v, double lo, double hi) { return v && *v >= lo && *v <= hi ? v : std::nullopt; };
+    if (auto v = within(OptNumber(c[3]), 1, 16)) g.pcie_gen = static_cast<int>(*v);
+    if (auto v = within(OptNumber(c[4]), 1, 64)) g.pcie_width = static_cast<int>(*v);
+    g.max_sm_clock_mhz = within(OptNumber(c[5]), 1, 1e5);
+    g.power_limit_w = within(OptNumber(c[6]), 1, 1e5);
     f.gpus.push_back(g);
   }
   if (f.gpus.empty()) f.gaps.push_back({"gpus", "nvidia-smi ran but listed no GPU"});
@@ -337,7 +364,7 @@ std::string FactsToJson(const MachineFacts& f) {
   json j = {{"hostname", f.hostname},
             {"cpu", {{"model", f.cpu_model}, {"sockets", f.cpu_sockets}, {"cores", f.cpu_cores}, {"threads", f.cpu_threads},
                      {"governor", f.governor.empty() ? json(nullptr) : json(f.governor)}}},
-            {"ram_bytes", f.ram_bytes}};
+            {"ram_bytes", f.ram_bytes > 0 ? json(f.ram_bytes) : json(nullptr)}};
   j["numa"] = json::array();
   for (const auto& n : f.numa)
     j["numa"].push_back({{"node", n.id}, {"cpulist", n.cpulist}, {"mem_bytes", n.mem_bytes}, {"cores", n.cores}, {"pus", n.pus}});
@@ -383,9 +410,9 @@ std::string FactsToText(const MachineFacts& f) {
   for (const auto& n : f.numa) {
     o << "; node" << n.id << " cpus " << (n.cpulist.empty() ? "(none)" : n.cpulist);
     if (n.pus > 0) o << " (" << n.cores << " cores, " << n.pus << " PUs)";
-    o << ", " << gib(n.mem_bytes) << " GiB";
+    o << ", " << (n.mem_bytes > 0 ? gib(n.mem_bytes) + " GiB" : std::string("memory not measured"));
   }
-  o << "\nram        " << gib(f.ram_bytes) << " GiB\n";
+  o << "\nram        " << (f.ram_bytes > 0 ? gib(f.ram_bytes) + " GiB" : std::string("not measured")) << "\n";
   for (const auto& d : f.disks)
     o << "disk       " << d.name << " " << FormatNumber("%.1f", d.size_bytes / 1e9) << " GB" << (d.rotational ? " (rotational)" : "") << "\n";
   for (const auto& n : f.nics)
@@ -399,7 +426,8 @@ std::string FactsToText(const MachineFacts& f) {
       << FormatNumber("%g", l.current_speed_gt_per_s) << " GT/s (max " << FormatNumber("%g", l.max_speed_gt_per_s) << ")"
       << (l.current_width < l.max_width ? "  <- narrower than its maximum" : "") << "\n";
   for (const auto& g : f.gpus)
-    o << "gpu        " << g.index << " " << g.name << ", " << gib(g.memory_bytes) << " GiB, PCIe gen "
+    o << "gpu        " << g.index << " " << g.name << ", " << (g.memory_bytes > 0 ? gib(g.memory_bytes) + " GiB" : std::string("memory not measured"))
+      << ", PCIe gen "
       << (g.pcie_gen ? std::to_string(*g.pcie_gen) : "?") << " x" << (g.pcie_width ? std::to_string(*g.pcie_width) : "?")
       << ", max SM " << (g.max_sm_clock_mhz ? FormatNumber("%.0f", *g.max_sm_clock_mhz) : "?") << " MHz, power limit "
       << (g.power_limit_w ? FormatNumber("%.0f", *g.power_limit_w) : "?") << " W\n";
@@ -441,7 +469,7 @@ MeasurementBatch FactsToBatch(const MachineFacts& f, const std::string& pool) {
   if (!f.nvidia_smi_output.empty()) add("gpu_count", static_cast<double>(f.gpus.size()), "count");
   for (const auto& g : f.gpus) {
     json ctx = {{"gpu", g.index}, {"name", g.name}};
-    add("gpu_memory_bytes", static_cast<double>(g.memory_bytes), "bytes", ctx);
+    if (g.memory_bytes > 0) add("gpu_memory_bytes", static_cast<double>(g.memory_bytes), "bytes", ctx);
     if (g.pcie_gen) add("gpu_pcie_gen", *g.pcie_gen, "gen", ctx);
     if (g.pcie_width) add("gpu_pcie_width", *g.pcie_width, "lanes", ctx);
     if (g.max_sm_clock_mhz) add("gpu_max_sm_clock_mhz", *g.max_sm_clock_mhz, "MHz", ctx);

@@ -110,8 +110,90 @@ class Scratch:
             with open(self.values[name], 'w', encoding='utf-8') as f:
                 f.write(header)
                 f.writelines(f"{row_id}-{i},{rest.replace('testgpu', f'testgpu{i}', 1)}" for i in range(rows))
+        self.make_generated(root)
         self.special = {self.values[k] for k in ('fifo', 'fifo_json', 'dir', 'missing', 'sparse')} | {
             '/dev/zero', '/dev/urandom', '/dev/null'}
+
+    def make_generated(self, root):
+        """Inputs too big for the repository, SQLite files and recorded trees, made once per run:
+        {deep_plan} a 100k-deep PLAN.json; {deep_ledger_csv} a ledger CSV whose context is 100k deep;
+        {digits_log} a training log with a 1 MB line of digits; {rows_200k} a 200k-row ledger CSV;
+        {ledger_foreign} another application's SQLite file; {ledger_corrupt} a ledger with a damaged
+        page; {ledger_inf} / {ledger_deep} gpuplan ledgers edited with sqlite3 (a stored inf, a 100k-deep
+        context); {ledger_zero_ranks} a busbw row of 0 ranks and 0 nodes; {ledger_copy} a healthy ledger for cases that write (each names its own {tmp} file
+        otherwise); {rec_escape} {rec_fifo} {rec_dotdot} recorded machines that reach outside
+        themselves (a symlink, a '..' file in commands/index.tsv) or hold a FIFO; {rec_meminfo_abc} one whose
+        MemTotal is not a number."""
+        import shutil
+        import sqlite3
+        v = self.values
+
+        def path(name):
+            v[name] = os.path.join(root, name)
+            return v[name]
+        with open(path('deep_plan'), 'w') as f:
+            f.write('{"plans": [' + '[' * 100000 + ']' * 100000 + ']}\n')
+        header = 'id,machine,pool,kind,value,unit,tool,raw_sha256,raw_file,time_utc,version,context_json\n'
+        with open(path('deep_ledger_csv'), 'w') as f:
+            f.write(header + '1,node-a,h100,busbw_gb_per_s,100,GB/s,x,,,2026-01-05,,"' + '{""a"":' * 100000 + '1' +
+                    '}' * 100000 + '"\n')
+        with open(path('digits_log'), 'w') as f:
+            f.write('step 1 tokens/s: ' + '9' * (1 << 20) + '\nstep 2 tokens/s: 4100\n')
+        with open(path('rows_200k'), 'w') as f:
+            f.write(header)
+            f.writelines(f'{i},node-{i % 16},pool-a,busbw_gb_per_s,{100 + i % 50},GB/s,all_reduce_perf,,,2026-01-05,,\n'
+                         for i in range(200000))
+        db = sqlite3.connect(path('ledger_foreign'))
+        db.execute('CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)')
+        db.execute("INSERT INTO notes(body) VALUES ('another application''s data')")
+        db.commit()
+        db.close()
+        schema = (
+            "CREATE TABLE migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_utc TEXT NOT NULL);"
+            "CREATE TABLE pools (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, description TEXT NOT NULL DEFAULT '',"
+            " created_utc TEXT NOT NULL);"
+            "CREATE TABLE machines (id INTEGER PRIMARY KEY, hostname TEXT NOT NULL UNIQUE, pool_id INTEGER NOT NULL"
+            " REFERENCES pools(id), facts_json TEXT NOT NULL DEFAULT '{}', first_seen_utc TEXT NOT NULL,"
+            " last_seen_utc TEXT NOT NULL);"
+            "CREATE TABLE measurements (id INTEGER PRIMARY KEY, machine_id INTEGER NOT NULL REFERENCES machines(id),"
+            " kind TEXT NOT NULL, value REAL NOT NULL, unit TEXT NOT NULL, tool TEXT NOT NULL, raw_sha256 TEXT NOT NULL"
+            " DEFAULT '', time_utc TEXT NOT NULL, version TEXT NOT NULL, raw_file TEXT NOT NULL DEFAULT '',"
+            " context_json TEXT NOT NULL DEFAULT '{}');"
+            "INSERT INTO migrations VALUES (1, 'one', '2026-01-01T00:00:00Z'), (2, 'two', '2026-01-01T00:00:00Z');"
+            "INSERT INTO pools VALUES (1, 'h100', '', '2026-01-01T00:00:00Z');"
+            "INSERT INTO machines VALUES (1, 'node-a', 1, '{}', '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z');"
+            "PRAGMA user_version=2; PRAGMA application_id=1196444750;")
+        rows = (('ledger_inf', float('inf'), '{}'), ('ledger_deep', 100.0, '{"a":' * 100000 + '1' + '}' * 100000),
+                ('ledger_copy', 411.7, '{"op":"all_reduce","ranks":16,"nodes":2,"msg_bytes":8589934592}'),
+                ('ledger_zero_ranks', 100.0, '{"op":"all_reduce","ranks":0,"nodes":0,"msg_bytes":1e300}'))
+        for name, value, context in rows:
+            db = sqlite3.connect(path(name))
+            db.executescript(schema)
+            db.execute("INSERT INTO measurements(machine_id, kind, value, unit, tool, time_utc, version, context_json)"
+                       " VALUES (1, 'busbw_gb_per_s', ?, 'GB/s', 'all_reduce_perf', '2026-01-05T00:00:00Z', '0.9', ?)",
+                       (value, context))
+            db.commit()
+            db.close()
+        with open(v['ledger_copy'], 'rb') as f:
+            data = bytearray(f.read())
+        for page in range(1, len(data) // 4096):  # every page after the header page: b-tree headers overwritten
+            data[page * 4096:page * 4096 + 12] = b'\x0d\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff'
+        with open(path('ledger_corrupt'), 'wb') as f:
+            f.write(data)
+        probe = os.path.join(os.path.dirname(HERE), 'fixtures', 'probe', 'vm-2cpu-no-gpu')
+        for name in ('rec_escape', 'rec_fifo', 'rec_dotdot', 'rec_meminfo_abc'):
+            shutil.copytree(probe, path(name), symlinks=True)
+        meminfo = os.path.join('fs', 'proc', 'meminfo')
+        os.remove(os.path.join(v['rec_escape'], meminfo))
+        os.symlink('../../../../../../../../../../etc/passwd', os.path.join(v['rec_escape'], meminfo))
+        os.remove(os.path.join(v['rec_fifo'], meminfo))
+        os.mkfifo(os.path.join(v['rec_fifo'], meminfo))
+        os.remove(os.path.join(v['rec_meminfo_abc'], meminfo))
+        with open(os.path.join(v['rec_meminfo_abc'], meminfo), 'w') as f:
+            f.write('MemTotal:       abc kB\nMemFree:        1024 kB\n')
+        with open(os.path.join(v['rec_dotdot'], 'commands', 'index.tsv'), 'a') as f:
+            f.write('nvidia-smi --query-gpu=index,name,memory.total,pcie.link.gen.current,pcie.link.width.current,'
+                    'clocks.max.sm,power.limit --format=csv,noheader,nounits\t../../../../../../../../etc/passwd\t0\n')
 
     def expand(self, command):
         argv = shlex.split(command)

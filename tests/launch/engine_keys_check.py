@@ -351,8 +351,8 @@ def check_export_dir(tables, d, fmt, label, stubs):
     script_engine = "hf_trainer"  # accelerate: the script's HF Trainer arguments
     if "ds_config.json" in files:
         script_engine = "deepspeed"
-    elif "torchtitan.toml" in files:
-        script_engine = "torchtitan"
+    elif "torchtitan.toml" in files or any(n.endswith("_torchtitan.py") for n in files):
+        script_engine = "torchtitan"  # v0.2.x: --job.config_file; main: --module/--config
     for name in files:
         path = os.path.join(d, name)
         where = f"{label}/{name}"
@@ -495,11 +495,17 @@ def check_import_structured(tables, binary, path, rel):
     return n
 
 
+def wrapper_arrays_removed(text):
+    """A bash array whose first element is a program (`P=( nsys profile --trace=... )`) holds a wrapper's
+    words, which import reads as "the words before python" and never as the engine's flags."""
+    return re.sub(r"=\(\s*[A-Za-z][\w./-]*\s[^()]*\)", "=()", text)
+
+
 def check_import_script(tables, binary, path, rel):
     d, unknown = import_keys(binary, path)
     if d is None or "error" in d:
         return 0
-    text = open(path).read()
+    text = wrapper_arrays_removed(open(path).read())
     n = 0
     for flag in sorted(set(re.findall(r"(?<![\w.-])(--[a-zA-Z][\w.-]*[\w])", text))):
         if flag in unknown:

@@ -367,8 +367,8 @@ Result<LogRate> ReadTokensPerSecond(const std::string& text, const std::string& 
       num->erase(std::remove(num->begin(), num->end(), ','), num->end());
       const double v = std::strtod(num->c_str(), nullptr);
       if (std::isfinite(v) && v >= lo && v <= hi) rates.emplace_back(v, line_no);
-      else out.warnings.push_back({at, *num + " tokens/s is outside " + FormatNumber("%g", lo) + ".." + FormatNumber("%g", hi) +
-                                           " (data/reading_ranges.csv): not read"});
+      else out.warnings.push_back({at, *num + " tokens/s is beyond a training run's rate (" + FormatNumber("%g", lo) + ".." + FormatNumber("%g", hi) +
+                                           ", data/reading_ranges.csv): not read"});
     }
     if (nl == std::string::npos) break;
     start = nl + 1;

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gpuplan/calibration.h"
@@ -67,12 +68,15 @@ struct Diagnosis {
 Result<Diagnosis> Diagnose(const Job& job, const Catalog& catalog, const Calibration& cal, const Observations& obs);
 
 // The median tokens/s of a training log: lines like "tokens/s: 4100", "4,100 tok/s",
-// "tps: 4100" or "tokens_per_second=4100"; the location is the median line. Bad input when
-// no line carries a rate.
+// "tps: 4100", "tokens_per_second=4.1e3" (numbers read whole, exponent included); the location
+// is the median line. A rate outside data/reading_ranges.csv's tokens/s row (0, negative, 1e308)
+// or a line too long to be a log line is a warning at its line, not a rate. Bad input when no
+// line carries a rate in range (located at the first warning when there is one).
 struct LogRate {
   double tokens_per_s = 0;
   Location where;
   int lines = 0;
+  std::vector<std::pair<Location, std::string>> warnings;  // lines not read, and why
 };
 Result<LogRate> ReadTokensPerSecond(const std::string& text, const std::string& file);
 

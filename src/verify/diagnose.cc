@@ -11,6 +11,7 @@
 #include "gpuplan/estimate.h"
 #include "gpuplan/memory.h"
 #include "gpuplan/report.h"
+#include "toolout_internal.h"
 
 namespace gpuplan {
 
@@ -325,33 +326,64 @@ Result<Diagnosis> Diagnose(const Job& job, const Catalog& catalog, const Calibra
   return d;
 }
 
-Result<LogRate> ReadTokensPerSecond(const std::string& text, const std::string& file) {
-  static const std::regex after(R"((?:tokens?/s(?:ec)?|tok/s|tps|tokens_per_s(?:ec(?:ond)?)?|throughput)\s*[:=]\s*([0-9][0-9,]*(?:\.[0-9]+)?))",
+namespace {
+
+// A log line longer than any line that carries a rate (1 MB of digits, a binary blob) is not read:
+// std::regex matches by recursion and such a line would overflow the stack.
+constexpr size_t kMaxLogLineBytes = 4096;
+
+// The rate one log line states, its number read whole (digits, thousands commas, a fraction, an
+// exponent: "4,100.5", "4.1e3", "1e308"); nullopt when the line states none.
+std::optional<std::string> RateText(const std::string& line) {
+  static const std::string kNumber = R"(([0-9][0-9,]*(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?))";
+  static const std::regex after(R"((?:tokens?/s(?:ec)?|tok/s|tps|tokens_per_s(?:ec(?:ond)?)?|throughput)\s*[:=]\s*(-?))" + kNumber,
                                 std::regex::icase);
-  static const std::regex before(R"(([0-9][0-9,]*(?:\.[0-9]+)?)\s*(?:tokens?/s(?:ec)?|tok/s)\b)", std::regex::icase);
+  static const std::regex before("(-?)" + kNumber + R"(\s*(?:tokens?/s(?:ec)?|tok/s)\b)", std::regex::icase);
+  std::smatch m;
+  if (std::regex_search(line, m, after)) return m[1].str() + m[2].str();
+  if (std::regex_search(line, m, before)) return m[1].str() + m[2].str();
+  return std::nullopt;
+}
+
+}  // namespace
+
+Result<LogRate> ReadTokensPerSecond(const std::string& text, const std::string& file) {
+  // Rates outside data/reading_ranges.csv's tokens/s row (0, a negative, 1e308, an overflow to inf)
+  // are warnings at their line, never a number.
+  const auto range = toolout::RangeOf("tokens/s");
+  const double lo = range ? range->min : 1e-6, hi = range ? range->max : 1e15;
+  LogRate out;
   std::vector<std::pair<double, int>> rates;
   int line_no = 0;
-  size_t start = 0;
-  while (start <= text.size()) {
+  for (size_t start = 0; start <= text.size();) {
     const size_t nl = text.find('\n', start);
-    const std::string line = text.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
+    const size_t len = (nl == std::string::npos ? text.size() : nl) - start;
     ++line_no;
-    std::smatch m;
-    if (std::regex_search(line, m, after) || std::regex_search(line, m, before)) {
-      std::string num = m[1].str();
-      num.erase(std::remove(num.begin(), num.end(), ','), num.end());
-      const double v = std::strtod(num.c_str(), nullptr);
-      if (v > 0 && std::isfinite(v)) rates.emplace_back(v, line_no);
+    const Location at{file, line_no, "tokens/s"};
+    std::optional<std::string> num;
+    if (len > kMaxLogLineBytes) out.warnings.push_back({at, "a line of " + std::to_string(len) + " characters: not read"});
+    else num = RateText(text.substr(start, len));
+    if (num) {
+      num->erase(std::remove(num->begin(), num->end(), ','), num->end());
+      const double v = std::strtod(num->c_str(), nullptr);
+      if (std::isfinite(v) && v >= lo && v <= hi) rates.emplace_back(v, line_no);
+      else out.warnings.push_back({at, *num + " tokens/s is beyond a training run's rate (" + FormatNumber("%g", lo) + ".." + FormatNumber("%g", hi) +
+                                           ", data/reading_ranges.csv): not read"});
     }
     if (nl == std::string::npos) break;
     start = nl + 1;
   }
+  if (rates.empty() && !out.warnings.empty())
+    return Status::BadInput(out.warnings.front().first, "no tokens/s rate in range; " + out.warnings.front().second);
   if (rates.empty())
     return Status::BadInput({file, 0, ""}, "no line carries a tokens/s rate (expected e.g. 'tokens/s: 4100', '4,100 tok/s', 'tps: 4100')");
   std::vector<std::pair<double, int>> sorted = rates;
   std::sort(sorted.begin(), sorted.end());
   const auto& mid = sorted[sorted.size() / 2];
-  return LogRate{mid.first, {file, mid.second, "tokens/s"}, static_cast<int>(rates.size())};
+  out.tokens_per_s = mid.first;
+  out.where = {file, mid.second, "tokens/s"};
+  out.lines = static_cast<int>(rates.size());
+  return out;
 }
 
 }  // namespace gpuplan

@@ -83,10 +83,6 @@ std::string Num(double v) {
 
 namespace {
 
-struct ReadingRange {
-  double min = 0, max = 0;
-};
-
 // data/reading_ranges.csv: the plausible range of a reading per unit (compiled in; a unit not listed is not checked).
 const std::map<std::string, ReadingRange>& Ranges() {
   static const std::map<std::string, ReadingRange> ranges = [] {
@@ -104,6 +100,12 @@ const std::map<std::string, ReadingRange>& Ranges() {
 }
 
 }  // namespace
+
+std::optional<ReadingRange> RangeOf(const std::string& unit) {
+  const auto it = Ranges().find(unit);
+  if (it == Ranges().end()) return std::nullopt;
+  return it->second;
+}
 
 Reading& Builder::Add(const std::string& metric, double value, const std::string& unit, int line) {
   const auto range = Ranges().find(unit);

@@ -26,6 +26,11 @@ std::optional<double> Number(std::string_view s);
 std::optional<long long> Integer(std::string_view s);
 // "%.6g" without trailing noise, for context values.
 std::string Num(double v);
+// The plausible range of a reading in `unit` (data/reading_ranges.csv); nullopt for a unit not listed.
+struct ReadingRange {
+  double min = 0, max = 0;
+};
+std::optional<ReadingRange> RangeOf(const std::string& unit);
 
 // Adds readings and warnings to one output.
 class Builder {

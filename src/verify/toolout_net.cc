@@ -719,6 +719,10 @@ void ScanPerftestRow(const Line& l, const std::string& t, Builder& b, PerftestSc
     b.Warn(l.number, "bandwidth fields '" + tok[2] + "', '" + tok[3] + "' are not numbers");
     return;
   }
+  if (*peak < 0 || *avg < 0) {  // perftest prints -1 when a run fails; one warning for the row, not one per summary
+    b.Warn(l.number, "bandwidth fields '" + tok[2] + "', '" + tok[3] + "' are negative (a failed run); row not read");
+    return;
+  }
   // perftest: Gb/sec = bytes/s / 1.25e8; MB/sec = bytes/s / 2^20 (format_factor in perftest_parameters.c).
   const double k = sc.gbits ? 1.0 : 1048576.0 * 8 / 1e9;
   sc.bw_rows.push_back({l.number, static_cast<double>(*Integer(tok[0])), *peak * k, *avg * k});

@@ -191,6 +191,37 @@ TEST(Diagnose, TrainingLogRatesInSeveralSpellingsAndTheMedian) {
   EXPECT_EQ(none.status().location().file, "empty.log");
 }
 
+TEST(Diagnose, TrainingLogNumbersReadWholeAndAbsurdRatesWarned) {
+  // Exponents are part of the number: 4.1e3 is 4100, never the mantissa 4.1 (or 1 for 1e308).
+  auto r = ReadTokensPerSecond("lr 3e-4 tokens/s: 4.1e3\nstep 2 4,100 tok/s\nstep 3 tps=4.2E+03\n", "train.log");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->lines, 3);
+  EXPECT_DOUBLE_EQ(r->tokens_per_s, 4100);
+  EXPECT_TRUE(r->warnings.empty());
+  // Out of data/reading_ranges.csv's tokens/s row: a warning at its line, not a rate.
+  r = ReadTokensPerSecond("tokens/s: 1e308\ntokens/s: 4000\ntokens/s: -5\n1e999 tok/s\ntokens/s: 0\n", "train.log");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->lines, 1);
+  EXPECT_DOUBLE_EQ(r->tokens_per_s, 4000);
+  ASSERT_EQ(r->warnings.size(), 4u);
+  EXPECT_EQ(r->warnings[0].first.line, 1);
+  EXPECT_NE(r->warnings[0].second.find("1e308"), std::string::npos);
+  EXPECT_EQ(r->warnings[1].first.line, 3);
+  EXPECT_EQ(r->warnings[2].first.line, 4);
+  EXPECT_EQ(r->warnings[3].first.line, 5);
+  // Only absurd rates: bad input at the first one's line.
+  auto bad = ReadTokensPerSecond("loss 2\ntokens/s: 1e308\n", "train.log");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().location().line, 2);
+  EXPECT_NE(bad.status().reason().find("1e308"), std::string::npos);
+  // A huge line (a binary blob) is skipped with a warning, not handed to the regex.
+  r = ReadTokensPerSecond(std::string(100000, '7') + " tok/s\ntokens/s: 4000\n", "train.log");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_DOUBLE_EQ(r->tokens_per_s, 4000);
+  ASSERT_EQ(r->warnings.size(), 1u);
+  EXPECT_EQ(r->warnings[0].first.line, 1);
+}
+
 }  // namespace
 }  // namespace gpuplan
 

@@ -150,6 +150,43 @@ TEST(ShellReader, DeepNestingIsBoundedNotACrash) {
   EXPECT_FALSE(r.status.ok());
 }
 
+// The import fuzzer's timeouts (fuzz/regressions/import/shell-*-timeout.sh) scaled up: a default
+// holding a long run of quote pairs, arrays left open with stray operators and `NAME=(` spliced in,
+// a test of many `!`. Each ends with words or a located error; the reader's loops always advance
+// (a loop that did not ran forever on a stray `(` in an array). The ctest TIMEOUT guards the time.
+TEST(ShellReader, FuzzerTimeoutShapesScaledUpEnd) {
+  for (int n : {10000, 100000}) {
+    std::string pairs;
+    for (int i = 0; i < n; ++i) pairs += "''";
+    Read r = ReadText("A=(\n --master_addr ${MASTER_ADDR:-local" + pairs + "host}\n)\ntorchrun ${A[@]} x.py\n");
+    ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+    ASSERT_FALSE(r.commands.empty());
+    EXPECT_EQ(Texts(r.commands.back()), (std::vector<std::string>{"torchrun", "--master_addr", "localhost", "x.py"}));
+    r = ReadText("torchrun --master_addr \"${MASTER_ADDR:-local" + pairs + "host}\" x.py\n");  // quoted: '' kept, as bash
+    ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+    ASSERT_EQ(r.commands.back().size(), 4u);
+    EXPECT_TRUE(r.commands.back()[2].text == "local" + pairs + "host");
+
+    std::string spliced;  // DISTRIBUTED_ARGS=( opened again and again inside itself, never closed
+    for (int i = 0; i < n / 10; ++i) spliced += "DISTRIBUTED_ARGS=(\n    --nproc_per_node $G ( ; & | < x\n";
+    r = ReadText(spliced + "torchrun ${DIS 1.5e-4 \\\n --bf16\n");
+    ASSERT_FALSE(r.status.ok());
+    EXPECT_EQ(r.status.location().file, "t.sh");
+    EXPECT_GT(r.status.location().line, 0);
+    r = ReadText(spliced);
+    ASSERT_FALSE(r.status.ok());
+    EXPECT_NE(r.status.reason().find("never closed"), std::string::npos) << r.status.ToString();
+
+    std::string bangs = "X=1\nif [ ";
+    const int nbang = n / 2 + 1;  // under the command's word bound
+    for (int i = 0; i < nbang; ++i) bangs += "! ";
+    r = ReadText(bangs + "\"$X\" = 1 ]; then\n  echo even\nelse\n  echo odd\nfi\n");
+    ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+    ASSERT_EQ(r.commands.size(), 1u);
+    EXPECT_EQ(Texts(r.commands[0]), (std::vector<std::string>{"echo", nbang % 2 ? "odd" : "even"}));
+  }
+}
+
 // ---- random scripts against bash ----
 
 class Gen {

@@ -249,6 +249,26 @@ TEST(Perftest, LatencyOutputsStopAtTheirHeader) {
   EXPECT_EQ(Find(b, "mtu_bytes")->context.at("device"), "mlx5_5");
 }
 
+TEST(Perftest, NegativeBandwidthAndNonFiniteLatencyAreWarningsNotReadings) {
+  const ToolOutput bw = ParseToolOutput(
+      " RDMA_Write BW Test\n #bytes #iterations BW peak[Gb/sec] BW average[Gb/sec] MsgRate[Mpps]\n"
+      " 65536 5000 -1 -1 0.0\n 1048576 5000 nan inf 0.0\n",
+      "bw.txt");
+  EXPECT_TRUE(bw.readings.empty());
+  ASSERT_GE(bw.warnings.size(), 2u);
+  EXPECT_EQ(bw.warnings[0].where.line, 3);
+  EXPECT_NE(bw.warnings[0].message.find("negative"), std::string::npos);
+  const ToolOutput lat = ParseToolOutput(
+      " RDMA_Read Latency Test\n #bytes #iterations t_min[usec] t_max[usec] t_typical[usec] t_avg[usec] t_stdev[usec]\n"
+      " 2 1000 nan inf -1.5 1e999 -nan\n 4 1000 2.1 5.0 2.2 2.3 0.1\n",
+      "lat.txt");
+  for (const auto& r : lat.readings) {
+    EXPECT_TRUE(std::isfinite(r.value) && r.value >= 0) << r.metric;
+    EXPECT_EQ(r.where.line, 4) << r.metric;
+  }
+  EXPECT_EQ(lat.warnings.size(), 5u);
+}
+
 TEST(Perftest, ResultTable) {
   const ToolOutput o = Parse("perftest/08-perftest-bidir-send-write-read-table-roce-400g-moc.txt");
   ASSERT_EQ(o.kind, ToolKind::kPerftestTable);

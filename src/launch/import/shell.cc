@@ -730,7 +730,9 @@ std::optional<bool> TestOne(std::vector<Word> w, std::string& why) {
     why = "the command '" + (w.empty() ? std::string() : w[0].text) + "'";
     return std::nullopt;
   }
-  while (!w.empty() && w[0].text == "!") negate = !negate, w.erase(w.begin());
+  size_t bangs = 0;  // erased at once: `[ ! ! ! ... ]` stays linear
+  while (bangs < w.size() && w[bangs].text == "!") negate = !negate, ++bangs;
+  w.erase(w.begin(), w.begin() + static_cast<std::ptrdiff_t>(bangs));
   if (w.size() == 2 && w[0].text.size() == 2 && w[0].text[0] == '-' && std::strchr("fderswx", w[0].text[1]))
     return !negate;  // the files a script checks are taken as present (it runs where it was written for)
   for (const auto& x : w)

@@ -505,7 +505,9 @@ parallel: {tp: 4, pp: 4, vpp: 5, zero: 1}
   for (int64_t m = 4; m <= 40; ++m) {
     const int64_t gm = MegatronMicrobatchGroup(m, 4);
     EXPECT_TRUE(MegatronRunsInterleaved(m, 4, gm)) << m << " " << gm;
-    if (m % 4 == 0) EXPECT_EQ(gm, 4) << m;
+    if (m % 4 == 0) {
+      EXPECT_EQ(gm, 4) << m;
+    }
   }
   // m mod pp = 0: the default group runs, no flag and no override.
   Files even = Export(ExportFormat::kMegatron, MakePlan(R"(model: {preset: llama-3-70b}

@@ -408,8 +408,11 @@ TEST(Plan, MegatronNeverInterleavesFewerMicrobatchesThanStages) {
   ASSERT_TRUE(FinalizeJob(j).ok());
   auto r = PlanJob(j, Cat(), Calibration::Builtin());
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  for (const Plan& p : r->plans)
-    if (p.job.parallel.vpp > 1) EXPECT_GE(GradAccumSteps(p.job), p.job.parallel.pp) << LayoutString(p.job);
+  for (const Plan& p : r->plans) {
+    if (p.job.parallel.vpp > 1) {
+      EXPECT_GE(GradAccumSteps(p.job), p.job.parallel.pp) << LayoutString(p.job);
+    }
+  }
   bool said = false;
   for (const auto& x : r->rejected) said = said || x.code == "interleaved_microbatches";
   EXPECT_TRUE(said);

@@ -589,8 +589,8 @@ std::string MicrobatchGroupNote(const LaunchPlan& p, const std::string& key) {
   if (g == 0) return "";
   const int64_t m = GradAccumSteps(p.job), pp = p.job.parallel.pp;
   return "# Interleaved pipeline: " + Str(m) + " micro-batches per step leave " + Str(m % pp) + " over pp " + Str(pp) +
-         ", which Megatron's default group (pp) refuses;\n# " + key + " " + Str(g) +
-         " is the smallest group in [pp, " + Str(m) + "] it accepts (megatron/core/pipeline_parallel/schedules.py).\n";
+         ": Megatron's default group of pp refuses that.\n# " + key + " " + Str(g) + ": the smallest group in [" + Str(pp) + ", " +
+         Str(m) + "] it runs\n# (megatron/core/pipeline_parallel/schedules.py: pp <= group <= micro-batches, remainder 0 or >= pp).\n";
 }
 
 Args MegatronParallelArgs(const LaunchPlan& p) {

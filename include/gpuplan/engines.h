@@ -29,6 +29,7 @@ struct EngineCaps {
   SeqParallelRule sequence_parallel = SeqParallelRule::kNo;
   PipelineRule pp = PipelineRule::kNo;
   bool vpp = false, cp = false, ep = false;
+  bool interleaved_min_microbatches_pp = false;  // interleaved (vpp > 1) needs micro-batches per step >= pp
   std::vector<int> zero;                      // ZeRO stages with data parallelism (dp x cp > 1)
   std::vector<int> zero_with_model_parallel;  // ... when tp, cp, pp or ep > 1 as well
   std::optional<int> offload_optimizer_min_zero;  // nullopt: no optimizer offload
@@ -63,6 +64,12 @@ std::string EngineCannotTrain(const EngineCaps& e, const Job& job, const std::st
 std::string EngineCannotLayout(const EngineCaps& e, const Job& job, int64_t gpus_per_node, const std::string& name);
 // The same as a yes/no, for the planner's inner loop (no strings built).
 bool EngineExpressesLayout(const EngineCaps& e, const Job& job, int64_t gpus_per_node);
+// Whether the engine runs the job's interleaved schedule with its micro-batches per step
+// (GradAccumSteps): Megatron's needs at least pp of them (data/engines.csv interleaved_min_microbatches).
+bool EngineRunsInterleavedMicrobatches(const EngineCaps& e, const Job& job);
+// Megatron's --microbatch-group-size-per-virtual-pipeline-stage for M micro-batches on pp stages:
+// the smallest G in [pp, M] with M % G == 0 or M % G >= pp (pp itself when M % pp == 0); 0 when M < pp.
+int64_t MegatronMicrobatchGroup(int64_t microbatches, int64_t pp);
 // Whether sequence parallelism is on for a layout of tp ranks the planner proposes (unless pinned).
 bool EngineSequenceParallel(const EngineCaps& e, int64_t tp);
 

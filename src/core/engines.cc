@@ -89,6 +89,8 @@ Status ReadRow(const CsvRecord& r, EngineCaps& e) {
   GPUPLAN_RETURN_IF_ERROR(Into(Choice<PipelineRule>(r, "pp", {{"no", PipelineRule::kNo}, {"even", PipelineRule::kEven},
                                                               {"uneven", PipelineRule::kUneven}}),
                                e.pp));
+  GPUPLAN_RETURN_IF_ERROR(Into(Choice<bool>(r, "interleaved_min_microbatches", {{"none", false}, {"pp", true}}),
+                               e.interleaved_min_microbatches_pp));
   GPUPLAN_RETURN_IF_ERROR(Into(ZeroList(r, "zero"), e.zero));
   GPUPLAN_RETURN_IF_ERROR(Into(ZeroList(r, "zero_with_model_parallel"), e.zero_with_model_parallel));
   GPUPLAN_RETURN_IF_ERROR(Into(MinZero(r, "offload_optimizer_min_zero"), e.offload_optimizer_min_zero));
@@ -160,6 +162,12 @@ const Check kLayoutChecks[] = {
        return Gap{"layers that do not divide into pipeline stages", "model.layers",
                   Str(j.arch.layers) + " over parallel.pp " + Str(j.parallel.pp) + " x parallel.vpp " + Str(j.parallel.vpp),
                   "a pp x vpp that divides the layers"};
+     }},
+    {[](const EngineCaps& e, const Job& j, int64_t) { return !EngineRunsInterleavedMicrobatches(e, j); },
+     [](const Job& j, int64_t) {
+       return Gap{"an interleaved pipeline with fewer micro-batches per step than stages", "parallel.vpp",
+                  Str(j.parallel.vpp) + " with " + Str(GradAccumSteps(j)) + " micro-batches < parallel.pp " + Str(j.parallel.pp),
+                  "parallel.vpp 1 or a larger global batch"};
      }},
     {[](const EngineCaps& e, const Job& j, int64_t) { return j.parallel.cp > 1 && !e.cp; },
      [](const Job& j, int64_t) { return Gap{"context parallelism", "parallel.cp", Str(j.parallel.cp), "parallel.cp 1"}; }},
@@ -289,6 +297,18 @@ bool EngineExpressesLayout(const EngineCaps& e, const Job& job, int64_t gpus_per
   for (const Check& c : kLayoutChecks)
     if (c.fails(e, job, gpus_per_node)) return false;
   return true;
+}
+
+bool EngineRunsInterleavedMicrobatches(const EngineCaps& e, const Job& job) {
+  const ParallelSpec& q = job.parallel;
+  if (q.vpp <= 1 || !e.interleaved_min_microbatches_pp || job.training.micro_batch <= 0 || q.dp <= 0) return true;
+  return GradAccumSteps(job) >= q.pp;
+}
+
+int64_t MegatronMicrobatchGroup(int64_t microbatches, int64_t pp) {
+  for (int64_t g = pp; g <= microbatches; ++g)
+    if (microbatches % g == 0 || microbatches % g >= pp) return g;
+  return 0;
 }
 
 bool EngineSequenceParallel(const EngineCaps& e, int64_t tp) { return tp > 1 && e.sequence_parallel != SeqParallelRule::kNo; }

@@ -574,10 +574,30 @@ std::string MegatronFinetuneBlock(const LaunchPlan& p) {
   return "if [[ -n \"${GPUPLAN_PRETRAINED:-}\" ]]; then\n  MEGATRON_ARGS+=(--pretrained-checkpoint \"$GPUPLAN_PRETRAINED\")\nfi\n";
 }
 
+// Megatron's interleaved schedule runs M micro-batches in groups of G per virtual stage (G defaults to pp)
+// and needs pp <= G <= M with M % G == 0 or >= pp (megatron/core/pipeline_parallel/schedules.py): the
+// group the export sets, 0 when the default pp runs.
+int64_t MicrobatchGroup(const LaunchPlan& p) {
+  const ParallelSpec& q = p.job.parallel;
+  const int64_t m = GradAccumSteps(p.job);
+  if (q.vpp <= 1 || m < q.pp || m % q.pp == 0) return 0;
+  return MegatronMicrobatchGroup(m, q.pp);
+}
+
+std::string MicrobatchGroupNote(const LaunchPlan& p, const std::string& key) {
+  const int64_t g = MicrobatchGroup(p);
+  if (g == 0) return "";
+  const int64_t m = GradAccumSteps(p.job), pp = p.job.parallel.pp;
+  return "# Interleaved pipeline: " + Str(m) + " micro-batches per step leave " + Str(m % pp) + " over pp " + Str(pp) +
+         ": Megatron's default group of pp refuses that.\n# " + key + " " + Str(g) + ": the smallest group in [" + Str(pp) + ", " +
+         Str(m) + "] it runs\n# (megatron/core/pipeline_parallel/schedules.py: pp <= group <= micro-batches, remainder 0 or >= pp).\n";
+}
+
 Args MegatronParallelArgs(const LaunchPlan& p) {
   const ParallelSpec& q = p.job.parallel;
   Args m = {{"--tensor-model-parallel-size", Str(q.tp)}, {"--pipeline-model-parallel-size", Str(q.pp)}};
   if (q.vpp > 1) m.push_back({"--num-layers-per-virtual-pipeline-stage", Str(p.job.arch.layers / (q.pp * q.vpp))});
+  if (const int64_t g = MicrobatchGroup(p); g > 0) m.push_back({"--microbatch-group-size-per-virtual-pipeline-stage", Str(g)});
   m.push_back({"--context-parallel-size", Str(q.cp)});
   if (q.ep > 1) m.push_back({"--expert-model-parallel-size", Str(q.ep)});
   if (q.sequence_parallel) m.push_back({"--sequence-parallel", ""});
@@ -638,7 +658,7 @@ std::string MegatronArgsFile(const LaunchPlan& p) {
          " GPUs per node): every layer's all-reduce crosses the network.\n";
   if (p.job.arch.mlp == MlpKind::kGeGlu) s += "# geglu: no flag sets it; set the MLP activation in the model spec.\n";
   if (p.job.arch.norms_per_layer != 2) s += "# norms per layer " + Str(p.job.arch.norms_per_layer) + ": set them in the model spec.\n";
-  s += MegatronArchNotes(p) + MegatronFinetuneNotes(p);
+  s += MegatronArchNotes(p) + MegatronFinetuneNotes(p) + MicrobatchGroupNote(p, "--microbatch-group-size-per-virtual-pipeline-stage");
   s += "MEGATRON_ARGS=(\n";
   for (const Args& group : {MegatronModelArgs(p.job), MegatronArchArgs(p), MegatronParallelArgs(p), MegatronTrainingArgs(p)})
     for (const auto& [flag, value] : group) s += "  " + flag + (value.empty() ? "" : " " + ShellQuote(value)) + "\n";
@@ -686,6 +706,7 @@ std::vector<std::string> BridgeOverrides(const LaunchPlan& p) {
   const TrainingSpec& t = j.training;
   std::vector<std::string> o = {"model.tensor_model_parallel_size=" + Str(q.tp), "model.pipeline_model_parallel_size=" + Str(q.pp)};
   if (q.vpp > 1) o.push_back("model.virtual_pipeline_model_parallel_size=" + Str(q.vpp));
+  if (const int64_t g = MicrobatchGroup(p); g > 0) o.push_back("model.microbatch_group_size_per_vp_stage=" + Str(g));
   o.push_back("model.context_parallel_size=" + Str(q.cp));
   o.push_back("model.expert_model_parallel_size=" + Str(q.ep));
   o.push_back("model.sequence_parallel=" + Str(q.sequence_parallel));
@@ -732,6 +753,7 @@ std::string BridgeFile(const LaunchPlan& p) {
   if (p.job.training.method != Method::kPretrain)
     s += "# Fine-tune from Hugging Face weights: import them once (scripts/conversion/convert.sh import ... --megatron-path DIR)\n"
          "# and add checkpoint.pretrained_checkpoint=DIR (run_recipe.py --pretrained_checkpoint DIR).\n";
+  s += MicrobatchGroupNote(p, "model.microbatch_group_size_per_vp_stage");
   for (const auto& o : BridgeOverrides(p)) s += o + "\n";
   for (const auto& o : BridgeCheckpointOverrides(p)) s += o + "\n";
   return s;

@@ -274,6 +274,7 @@ std::string LayoutSentence(const std::string& code, const Job& job) {
   if (code == "ep_layout") return "the experts do not divide over the layout";
   if (code == "recompute_dominated") return "a lighter recompute already fits at that micro-batch";
   if (code == "engine_layout") return "the engine would not express the layout (data/engines.csv lists what each runs)";
+  if (code == "interleaved_microbatches") return "Megatron's interleaved schedule would get fewer micro-batches than pp";
   return "";
 }
 

@@ -19,14 +19,16 @@ double Score(Objective o, double time_s, const CostBreakdown& c) {
 }
 
 const char* HotRejectCode(int r) {
-  static const char* const codes[] = {"batch_not_divisible", "memory", "tp_crosses_nodes", "ep_layout", "recompute_dominated", "engine_layout"};
+  static const char* const codes[] = {"batch_not_divisible", "memory", "tp_crosses_nodes", "ep_layout", "recompute_dominated", "engine_layout",
+                                            "interleaved_microbatches"};
   return codes[r];
 }
 const char* HotRejectReason(int r) {
   static const char* const reasons[] = {"global batch not divisible by dp x micro-batch", "does not fit GPU memory (with the headroom)",
                                         "tp crosses nodes", "ep does not fit the layout",
                                         "more recompute where a lighter recompute already fits at this micro-batch (never faster)",
-                                        "a layout the engine cannot express (data/engines.csv)"};
+                                        "a layout the engine cannot express (data/engines.csv)",
+                                        "interleaved stages with fewer micro-batches per step than pp (Megatron's schedule, data/engines.csv)"};
   return reasons[r];
 }
 
@@ -160,6 +162,8 @@ int64_t TryMicroBatches(const Context& ctx, const LayoutSpace& sp, const Variant
     if (gb % (dp * mb) != 0) { ++st.hot[kBatchNotDivisible]; continue; }
     if (mb <= dominated_upto) { ++st.hot[kDominated]; fit_plain = mb; continue; }
     j.training.micro_batch = mb;
+    // Fewer micro-batches per step as mb grows: once below pp, none of the larger ones runs either.
+    if (!EngineRunsInterleavedMicrobatches(*v.engine, j)) { ++st.hot[kInterleavedMicrobatches]; break; }
     double mem = 0;
     bool fits = false;
     for (Offload o : sp.offloads) {
@@ -276,6 +280,9 @@ void SearchItem(const Context& ctx, const LayoutSpace& sp, const std::vector<Set
               j.parallel.ep = ctx.job.parallel.ep;
               j.parallel.offload = Offload::kNone;
               j.training.recompute = rc;
+              // The most micro-batches per step this layout can have (the smallest micro-batch).
+              j.training.micro_batch = *std::min_element(sp.mbs.begin(), sp.mbs.end());
+              if (!EngineRunsInterleavedMicrobatches(*v.engine, j)) { ++st.hot[kInterleavedMicrobatches]; continue; }
               if (!EngineExpressesLayout(*v.engine, j, per)) { ++st.hot[kEngineLayout]; continue; }
               dominated_upto = std::max(dominated_upto, TryMicroBatches(ctx, sp, v, j, dominated_upto, best, st));
             }

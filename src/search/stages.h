@@ -109,7 +109,8 @@ struct Candidate {
 };
 
 // Reasons counted in the innermost loops, by index (no string work per candidate).
-enum HotReject { kBatchNotDivisible, kMemory, kTpCrossesNodes, kEpLayout, kDominated, kEngineLayout, kHotRejectCount };
+enum HotReject { kBatchNotDivisible, kMemory, kTpCrossesNodes, kEpLayout, kDominated, kEngineLayout, kInterleavedMicrobatches,
+                 kHotRejectCount };
 const char* HotRejectCode(int r);
 const char* HotRejectReason(int r);
 

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <toml++/toml.h>
 
+#include "gpuplan/engines.h"
 #include "gpuplan/launch.h"
 #include "gpuplan/plan.h"
 #include "../test_util.h"
@@ -474,6 +475,61 @@ TEST(ExportMegatron, RefusesWhatPretrainGptCannotRun) {
   auto r = ExportEngine(ExportFormat::kMegatron, MakePlan(J2x8("zero: 1", "precision: fp8, fp8_recipe: rowwise")), Cat());
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kBadInput);
+}
+
+// Megatron-Core's interleaved schedule (megatron/core/pipeline_parallel/schedules.py at d98e8a6):
+// a group G of micro-batches per virtual stage runs m micro-batches only when pp <= G <= m and
+// m mod G is 0 or at least pp; G defaults to pp.
+bool MegatronRunsInterleaved(int64_t m, int64_t pp, int64_t g) { return pp <= g && g <= m && (m % g == 0 || m % g >= pp); }
+
+TEST(ExportMegatron, InterleavedGroupIsSetWhenTheDefaultCannotRun) {
+  // 16 GPUs: tp 4 x pp 4, dp 1; global batch 10 at micro-batch 1 = 10 micro-batches, 10 mod 4 = 2 < pp.
+  const std::string job = R"(model: {preset: llama-3-70b}
+training: {micro_batch: 1, global_batch: 10, seq_len: 4096, tokens: 2.0e9}
+cluster: {num_gpus: 16, gpus_per_node: 8}
+parallel: {tp: 4, pp: 4, vpp: 5, zero: 1}
+)";
+  const LaunchPlan p = MakePlan(job);
+  ASSERT_EQ(GradAccumSteps(p.job), 10);
+  ASSERT_FALSE(MegatronRunsInterleaved(10, 4, 4));
+  Files f = Export(ExportFormat::kMegatron, p);
+  const auto a = MegatronArgs(f);
+  const std::string g = After(a, "--microbatch-group-size-per-virtual-pipeline-stage");
+  ASSERT_FALSE(g.empty()) << f["megatron-args.sh"].content;
+  EXPECT_TRUE(MegatronRunsInterleaved(10, 4, std::stoll(g))) << g;
+  EXPECT_EQ(g, "5");  // the smallest: 10 mod 5 = 0
+  EXPECT_NE(f["megatron-args.sh"].content.find("# Interleaved pipeline: 10 micro-batches"), std::string::npos);
+  EXPECT_EQ(Overrides(f)["model.microbatch_group_size_per_vp_stage"], g);
+  EXPECT_NE(f["bridge-overrides.txt"].content.find("# Interleaved pipeline"), std::string::npos);
+  // Every m from pp to 40 gets a group Megatron runs, and none where the default runs.
+  for (int64_t m = 4; m <= 40; ++m) {
+    const int64_t gm = MegatronMicrobatchGroup(m, 4);
+    EXPECT_TRUE(MegatronRunsInterleaved(m, 4, gm)) << m << " " << gm;
+    if (m % 4 == 0) {
+      EXPECT_EQ(gm, 4) << m;
+    }
+  }
+  // m mod pp = 0: the default group runs, no flag and no override.
+  Files even = Export(ExportFormat::kMegatron, MakePlan(R"(model: {preset: llama-3-70b}
+training: {micro_batch: 1, global_batch: 12, seq_len: 4096}
+cluster: {num_gpus: 16, gpus_per_node: 8}
+parallel: {tp: 4, pp: 4, vpp: 5, zero: 1}
+)"));
+  EXPECT_EQ(After(MegatronArgs(even), "--microbatch-group-size-per-virtual-pipeline-stage"), "");
+  EXPECT_EQ(Overrides(even).count("model.microbatch_group_size_per_vp_stage"), 0u);
+}
+
+TEST(ExportMegatron, RefusesInterleavingWithFewerMicrobatchesThanStages) {
+  // 2 micro-batches on pp 4: no group in [4, 2] exists.
+  const LaunchPlan p = MakePlan(R"(model: {preset: llama-3-70b}
+training: {micro_batch: 1, global_batch: 2, seq_len: 4096}
+cluster: {num_gpus: 16, gpus_per_node: 8}
+parallel: {tp: 4, pp: 4, vpp: 5, zero: 1}
+)");
+  const std::string why = CannotExpress(ExportFormat::kMegatron, p);
+  EXPECT_NE(why.find("2 micro-batches < parallel.pp 4"), std::string::npos) << why;
+  EXPECT_NE(why.find("--to torchtitan"), std::string::npos) << why;
+  EXPECT_FALSE(ExportEngine(ExportFormat::kMegatron, p, Cat()).ok());
 }
 
 // ---- torchtitan ----

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <fstream>
 
+#include "gpuplan/engines.h"
 #include "gpuplan/plan.h"
 #include "gpuplan/report.h"
 
@@ -373,6 +374,48 @@ TEST(Plan, EveryPlanHasACheckpointTargetAndInterval) {
       }
     }
   }
+}
+
+// Megatron-Core's interleaved schedule needs pp <= G <= m micro-batches with m mod G 0 or >= pp
+// (megatron/core/pipeline_parallel/schedules.py): no plan of the 175B example offers vpp > 1 on a
+// Megatron-family engine with fewer micro-batches than stages, or with m that no group runs.
+TEST(Plan, MegatronInterleavedPlansRunMegatronsSchedule) {
+  auto r = PlanJob(ExampleJob("175b-pretraining.yaml"), Cat(), Calibration::Builtin());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_FALSE(r->plans.empty()) << r->relax;
+  int interleaved = 0;
+  for (const auto* list : {&r->plans, &r->pareto})
+    for (const Plan& p : *list) {
+      const EngineCaps* e = EngineFor(p.job.training.framework);
+      if (!e || e->family != "megatron" || p.job.parallel.vpp <= 1) continue;
+      ++interleaved;
+      const int64_t m = GradAccumSteps(p.job), pp = p.job.parallel.pp;
+      EXPECT_GE(m, pp) << LayoutString(p.job) << " mb " << p.job.training.micro_batch;
+      const int64_t g = MegatronMicrobatchGroup(m, pp);
+      EXPECT_TRUE(g >= pp && g <= m && (m % g == 0 || m % g >= pp)) << LayoutString(p.job) << " m " << m << " G " << g;
+    }
+  EXPECT_GT(interleaved, 0) << "the 175B example's Megatron plans interleave";
+}
+
+// A job whose global batch leaves fewer micro-batches than stages is never offered interleaved on
+// Megatron, and the search says why.
+TEST(Plan, MegatronNeverInterleavesFewerMicrobatchesThanStages) {
+  auto parsed = ParseJobFile(std::string(GPUPLAN_SOURCE_DIR) + "/examples/175b-pretraining.yaml");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  Job j = *parsed;
+  ASSERT_TRUE(SetJobKey(j, "training.framework", "megatron", {"test", 0, ""}).ok());
+  ASSERT_TRUE(SetJobKey(j, "training.global_batch", "64", {"test", 0, ""}).ok());
+  ASSERT_TRUE(FinalizeJob(j).ok());
+  auto r = PlanJob(j, Cat(), Calibration::Builtin());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  for (const Plan& p : r->plans) {
+    if (p.job.parallel.vpp > 1) {
+      EXPECT_GE(GradAccumSteps(p.job), p.job.parallel.pp) << LayoutString(p.job);
+    }
+  }
+  bool said = false;
+  for (const auto& x : r->rejected) said = said || x.code == "interleaved_microbatches";
+  EXPECT_TRUE(said);
 }
 
 // Item 7: spot plans of the 70B example save within the reclaim notice or asynchronously, and

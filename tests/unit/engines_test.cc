@@ -34,12 +34,12 @@ TEST(Engines, EveryFrameworkButGenericHasARowWithASource) {
 
 TEST(Engines, BadCellsAreLocated) {
   const std::string header = std::string(EmbeddedData("engines.csv")).substr(0, std::string(EmbeddedData("engines.csv")).find('\n') + 1);
-  auto bad = ParseEngines(header + "megatron,megatron,megatron,maybe,yes,with_tp_ep,even,yes,yes,yes,0 1 2 3,0 1 2 3,1,none,yes,no,no,bf16,tensorwise,src,2025-01-01,\n",
+  auto bad = ParseEngines(header + "megatron,megatron,megatron,maybe,yes,with_tp_ep,even,yes,pp,yes,yes,0 1 2 3,0 1 2 3,1,none,yes,no,no,bf16,tensorwise,src,2025-01-01,\n",
                           "e.csv");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().location().line, 2);
   EXPECT_EQ(bad.status().location().key, "tp");
-  auto zero = ParseEngines(header + "megatron,megatron,megatron,yes,yes,with_tp_ep,even,yes,yes,yes,0 4,0,1,none,yes,no,no,bf16,tensorwise,src,2025-01-01,\n",
+  auto zero = ParseEngines(header + "megatron,megatron,megatron,yes,yes,with_tp_ep,even,yes,pp,yes,yes,0 4,0,1,none,yes,no,no,bf16,tensorwise,src,2025-01-01,\n",
                            "e.csv");
   ASSERT_FALSE(zero.ok());
   EXPECT_EQ(zero.status().location().key, "zero");

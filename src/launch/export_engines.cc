@@ -864,23 +864,42 @@ std::vector<std::pair<std::string, int64_t>> TitanStageSplit(const LaunchPlan& p
   return k;
 }
 
-std::string TitanParallelism(const LaunchPlan& p) {
+// torchtitan's parallelism settings, one list for both forms: the v0.2.x TOML's [parallelism] and main's
+// config.parallelism (the same field names; main adds enable_sequence_parallel and counts microbatches).
+struct TitanSetting {
+  std::string key, value, comment;
+};
+
+std::vector<TitanSetting> TitanParallelSettings(const LaunchPlan& p, bool main_form) {
   const ParallelSpec& q = p.job.parallel;
-  std::string s = "[parallelism]\n";
-  s += "data_parallel_replicate_degree = " + Str(q.zero == 0 ? q.dp : int64_t{1}) + "\n";
-  s += "data_parallel_shard_degree = " + Str(q.zero == 0 ? int64_t{1} : q.dp) + "\n";
-  if (q.zero == 2) s += "fsdp_reshard_after_forward = \"never\"  # ZeRO-2: parameters stay gathered after forward\n";
-  if (q.zero == 3) s += "fsdp_reshard_after_forward = \"always\"\n";
-  s += "tensor_parallel_degree = " + Str(q.tp) + "\n";
-  s += "pipeline_parallel_degree = " + Str(q.pp) + "\n";
+  std::vector<TitanSetting> v = {{"data_parallel_replicate_degree", Str(q.zero == 0 ? q.dp : int64_t{1}), ""},
+                                 {"data_parallel_shard_degree", Str(q.zero == 0 ? int64_t{1} : q.dp), ""}};
+  if (q.zero == 2) v.push_back({"fsdp_reshard_after_forward", "\"never\"", "ZeRO-2: parameters stay gathered after forward"});
+  if (q.zero == 3) v.push_back({"fsdp_reshard_after_forward", "\"always\"", ""});
+  v.push_back({"tensor_parallel_degree", Str(q.tp), ""});
+  if (main_form && q.tp > 1) v.push_back({"enable_sequence_parallel", PyBool(q.sequence_parallel), ""});
+  v.push_back({"pipeline_parallel_degree", Str(q.pp), ""});
   if (q.pp > 1) {
-    s += std::string("pipeline_parallel_schedule = \"") + TitanSchedule(q) + "\"\n";
-    s += "pipeline_parallel_microbatch_size = " + Str(p.job.training.micro_batch) + "\n";
-    for (const auto& [key, value] : TitanStageSplit(p)) s += key + " = " + Str(value) + "\n";
+    v.push_back({"pipeline_parallel_schedule", std::string("\"") + TitanSchedule(q) + "\"", ""});
+    if (main_form)
+      v.push_back({"num_pp_microbatches", Str(p.grad_accum), "the accumulation runs as pipeline microbatches"});
+    else
+      v.push_back({"pipeline_parallel_microbatch_size", Str(p.job.training.micro_batch), ""});
+    for (const auto& [key, value] : TitanStageSplit(p)) v.push_back({key, Str(value), ""});
   }
-  s += "context_parallel_degree = " + Str(q.cp) + "\n";
-  s += "expert_parallel_degree = " + Str(q.ep) + "\n";
+  v.push_back({"context_parallel_degree", Str(q.cp), ""});
+  v.push_back({"expert_parallel_degree", Str(q.ep), ""});
+  return v;
+}
+
+std::string TitanSettingsText(const std::vector<TitanSetting>& v, const std::string& prefix) {
+  std::string s;
+  for (const TitanSetting& x : v) s += prefix + x.key + " = " + x.value + (x.comment.empty() ? "" : "  # " + x.comment) + "\n";
   return s;
+}
+
+std::string TitanParallelism(const LaunchPlan& p) {
+  return "[parallelism]\n" + TitanSettingsText(TitanParallelSettings(p, false), "");
 }
 
 // torchtitan v0.2.x [checkpoint] (torchtitan/config/job_config.py Checkpoint: enable, folder,
@@ -993,23 +1012,7 @@ std::string TitanMainTraining(const LaunchPlan& p) {
 }
 
 std::string TitanMainParallelism(const LaunchPlan& p) {
-  const ParallelSpec& q = p.job.parallel;
-  std::string s = "    par = config.parallelism\n";
-  s += "    par.data_parallel_replicate_degree = " + Str(q.zero == 0 ? q.dp : int64_t{1}) + "\n";
-  s += "    par.data_parallel_shard_degree = " + Str(q.zero == 0 ? int64_t{1} : q.dp) + "\n";
-  if (q.zero == 2) s += "    par.fsdp_reshard_after_forward = \"never\"  # ZeRO-2: parameters stay gathered after forward\n";
-  if (q.zero == 3) s += "    par.fsdp_reshard_after_forward = \"always\"\n";
-  s += "    par.tensor_parallel_degree = " + Str(q.tp) + "\n";
-  if (q.tp > 1) s += "    par.enable_sequence_parallel = " + PyBool(q.sequence_parallel) + "\n";
-  s += "    par.pipeline_parallel_degree = " + Str(q.pp) + "\n";
-  if (q.pp > 1) {
-    s += std::string("    par.pipeline_parallel_schedule = \"") + TitanSchedule(q) + "\"\n";
-    s += "    par.num_pp_microbatches = " + Str(p.grad_accum) + "  # the accumulation runs as pipeline microbatches\n";
-    for (const auto& [key, value] : TitanStageSplit(p)) s += "    par." + key + " = " + Str(value) + "\n";
-  }
-  s += "    par.context_parallel_degree = " + Str(q.cp) + "\n";
-  s += "    par.expert_parallel_degree = " + Str(q.ep) + "\n";
-  return s;
+  return "    par = config.parallelism\n" + TitanSettingsText(TitanParallelSettings(p, true), "    par.");
 }
 
 std::string TitanMainRest(const LaunchPlan& p) {

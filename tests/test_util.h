@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <string>
 
 #include "gpuplan/calibration.h"
@@ -11,6 +13,13 @@
 #include "gpuplan/job.h"
 
 namespace gpuplan::testing_util {
+
+// A temporary file name of its own for this process and call: ctest runs a test binary's cases as parallel
+// processes, so a fixed name written by two cases at once reads the other's rows.
+inline std::string UniqueTempPath(const std::string& stem, const std::string& ext) {
+  static int calls = 0;
+  return ::testing::TempDir() + "/" + stem + "_" + std::to_string(::getpid()) + "_" + std::to_string(calls++) + ext;
+}
 
 // A finalized job from YAML text; failures are test failures with the parser's message.
 inline Job MakeJob(const std::string& yaml) {

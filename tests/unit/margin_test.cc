@@ -144,10 +144,7 @@ TEST(Margin, PriceAgeDays) {
 }
 
 Catalog WithRows(const std::string& rows) {
-  // Per process and per call: ctest runs this file's test cases in parallel processes.
-  static int calls = 0;
-  const std::string path = ::testing::TempDir() + "/margin_instances_" + std::to_string(::getpid()) + "_" +
-                           std::to_string(calls++) + ".csv";
+  const std::string path = testing_util::UniqueTempPath("margin_instances", ".csv");
   std::ofstream(path) << "id,provider,instance,gpu_id,gpu_count,intra_link,vcpus,ram_gib,local_nvme_tb,network_gbps,"
                          "network_kind,network_link,rdma,gpudirect_rdma,nics,on_demand_usd_per_hour,spot_usd_per_hour,"
                          "reserved_usd_per_hour,region,price_date,nodes_available,source,notes\n"

@@ -7,6 +7,7 @@
 #include "gpuplan/engines.h"
 #include "gpuplan/plan.h"
 #include "gpuplan/report.h"
+#include "../test_util.h"
 
 namespace gpuplan {
 namespace {
@@ -23,7 +24,7 @@ const Catalog& Cat() {
 }
 
 Catalog WithInstances(const std::string& rows) {
-  const std::string path = ::testing::TempDir() + "/plan_instances.csv";
+  const std::string path = testing_util::UniqueTempPath("plan_instances", ".csv");
   std::ofstream(path) << "id,provider,instance,gpu_id,gpu_count,intra_link,vcpus,ram_gib,local_nvme_tb,network_gbps,"
                          "network_kind,network_link,rdma,gpudirect_rdma,nics,on_demand_usd_per_hour,spot_usd_per_hour,"
                          "reserved_usd_per_hour,region,price_date,source,notes\n"

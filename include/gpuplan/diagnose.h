@@ -60,7 +60,7 @@ struct Diagnosis {
   double expected_step_s = 0;
   std::optional<double> measured_over_expected;  // tokens_per_s / expected
   std::optional<double> band_p90;                // the model's own p90 error for this kind of job
-  std::vector<Cause> causes;                     // most likely first; ties in the seeds' table order
+  std::vector<Cause> causes;                     // most likely first; ties in docs/troubleshooting.md's order
 };
 
 // Ranks the causes for the job's symptoms and observations with numbers from the model

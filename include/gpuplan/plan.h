@@ -12,7 +12,7 @@
 
 namespace gpuplan {
 
-enum class Tier { kSingleCard, kSingleNode, kMultiNode };  // the seeds' L1 / L2 / L3
+enum class Tier { kSingleCard, kSingleNode, kMultiNode };  // one card / one node / several nodes
 std::string ToString(Tier t);
 
 struct CostBreakdown {

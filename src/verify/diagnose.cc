@@ -1,4 +1,4 @@
-// gpuplan diagnose: the troubleshooting tables of seeds 003 §4 and 004, with the model's numbers.
+// gpuplan diagnose: the common causes of a slow or failing run (docs/troubleshooting.md), with the model's numbers.
 // Each cause is a hypothesis the model can test: a what-if re-estimate (the fabric NCCL fell back
 // to, GPUDirect off), the memory model against the capacity, the checkpoint size against the
 // storage, the data pipeline's rate against the host's cores (docs/diagnose.md).

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gpuplan/csv.h"
+#include "gpuplan/input_file.h"
 #include "gpuplan/report.h"
 
 namespace gpuplan {
@@ -484,6 +485,7 @@ Result<FioJobResult> ParseFioJson(const std::string& text, const std::string& jo
   const Location where{"fio " + job_name, 0, ""};
   auto brace = text.find('{');  // fio may print notes before the JSON
   if (brace == std::string::npos) return Status::BadInput(where, "no JSON in fio's output");
+  GPUPLAN_RETURN_IF_ERROR(CheckJsonDepth(text.substr(brace), where));  // a recorded fio.json is user input
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text.substr(brace));

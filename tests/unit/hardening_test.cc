@@ -57,6 +57,13 @@ TEST(JsonDepth, RefusesDeepNestingAtItsLine) {
   EXPECT_TRUE(CheckJsonDepth(std::string(128, '{') + std::string(128, '}'), {}).ok());
 }
 
+TEST(JsonDepth, ADeepFioJsonIsRefusedBeforeItIsParsed) {
+  const std::string deep = "{\"jobs\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
+  auto r = ParseFioJson(deep, "seqread", false);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().reason().find("nested deeper than"), std::string::npos) << r.status().ToString();
+}
+
 TEST(UtcTime, RefusesDaysTheCalendarLacks) {
   EXPECT_TRUE(ParseUtcTime("2024-02-29", {}).ok());  // a leap year
   EXPECT_TRUE(ParseUtcTime("2000-02-29T12:00:00Z", {}).ok());

@@ -388,6 +388,10 @@ Result<std::vector<MeasuredRow>> ReadMeasuredRows(const std::string& path, const
     p.pp = std::max<int64_t>(1, p.pp);
     p.dp = std::max<int64_t>(1, p.dp);
     p.cp = std::max<int64_t>(1, p.cp);
+    // Megatron's interleaved schedule: virtual stages per pipeline rank from the notes' vp=
+    // (NeMo / Megatron-Bridge tables' VP column; "n/a" or absent: 1).
+    if (const double vp = LeadingNumber(Note(nm, "vp")); p.pp > 1 && vp >= 2 && vp <= kMaxParallel)
+      p.vpp = static_cast<int64_t>(vp);
     // torchtitan's tensor-parallel plan always shards the sequence (SP) and the loss over TP.
     p.sequence_parallel = p.tp > 1 && (Contains(rc, "sequence parallel") || Contains(m.source, "torchtitan"));
     const std::string z = Lower(r.Str("zero_or_fsdp"));

@@ -64,6 +64,12 @@ std::string Note(const std::map<std::string, std::string>& n, const std::string&
   return it == n.end() ? "" : it->second;
 }
 
+// The text after `key` in free-form notes (keys with spaces, which NoteMap does not split), or "".
+std::string TextAfter(const std::string& notes, const std::string& key) {
+  const size_t at = notes.find(key);
+  return at == std::string::npos ? "" : notes.substr(at + key.size());
+}
+
 // The leading number of a note value ("209.9", "16 (README example ...)"), or 0.
 double LeadingNumber(const std::string& v) {
   size_t end = 0;
@@ -392,6 +398,12 @@ Result<std::vector<MeasuredRow>> ReadMeasuredRows(const std::string& path, const
     // (NeMo / Megatron-Bridge tables' VP column; "n/a" or absent: 1).
     if (const double vp = LeadingNumber(Note(nm, "vp")); p.pp > 1 && vp >= 2 && vp <= kMaxParallel)
       p.vpp = static_cast<int64_t>(vp);
+    // Megatron-LM's README tables state the interleaved schedule as layers per virtual stage
+    // (--num-layers-per-virtual-pipeline-stage N): vpp = layers / (pp x N) when that divides.
+    if (const double per = LeadingNumber(TextAfter(notes, "interleaved schedule layers/virtual stage=")); p.pp > 1 && per >= 1) {
+      const double v = static_cast<double>(j.arch.layers) / (static_cast<double>(p.pp) * per);
+      if (v >= 2 && v <= kMaxParallel && v == std::floor(v)) p.vpp = static_cast<int64_t>(v);
+    }
     // torchtitan's tensor-parallel plan always shards the sequence (SP) and the loss over TP.
     p.sequence_parallel = p.tp > 1 && (Contains(rc, "sequence parallel") || Contains(m.source, "torchtitan"));
     const std::string z = Lower(r.Str("zero_or_fsdp"));

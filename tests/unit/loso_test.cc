@@ -139,8 +139,11 @@ TEST(Loso, BandsComeFromTheLeaveOneSourceOutErrors) {
     EXPECT_NEAR(b.median_abs, rep.loso_throughput.median_abs, 1e-12);
     EXPECT_NEAR(b.mean_signed, rep.loso_throughput.mean_signed, 1e-12);
   }
-  for (const auto& b : in_sample.bands)
-    if (b.kind == "throughput" && b.Group() == "all runs") EXPECT_NEAR(b.median_abs, in_sample.overall.median_abs, 1e-12);
+  for (const auto& b : in_sample.bands) {
+    if (b.kind == "throughput" && b.Group() == "all runs") {
+      EXPECT_NEAR(b.median_abs, in_sample.overall.median_abs, 1e-12);
+    }
+  }
   EXPECT_NE(rep.loso_throughput.median_abs, in_sample.overall.median_abs);
 }
 

@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # Regenerates docs/validation.md and data/error_bands.csv from ../shared/validation (run after
 # changing src/model or data/). The bands are embedded at build time: the second build picks them up.
+#   --refit: first refit the calibrated constants leave-one-source-out (tools/fit_runs.py --loso,
+#            a few minutes on 2 cores) into data/loso_fits.csv, which the report and the bands use.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FILES="../shared/validation/runs.csv ../shared/validation/memory.csv ../shared/validation/runs_vtrain.csv ../shared/validation/peft_runs.csv"
 bash scripts/build.sh
+if [[ "${1:-}" == "--refit" ]]; then
+  # shellcheck disable=SC2086
+  python3 tools/fit_runs.py --binary build/gpuplan $FILES --loso data/loso_fits.csv
+fi
 # shellcheck disable=SC2086
-./build/gpuplan validate $FILES --write docs/validation.md --bands data/error_bands.csv
+./build/gpuplan validate $FILES --loso data/loso_fits.csv --write docs/validation.md --bands data/error_bands.csv
 bash scripts/build.sh

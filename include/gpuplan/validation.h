@@ -1,6 +1,7 @@
 // Predicting published runs and summarizing the error (gpuplan validate, docs/validation.md).
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,12 @@ struct ValidatedRow {
   std::string method;             // ToString(job.training.method)
   std::string scale;              // ScaleGroup(num_gpus)
   bool held_out = false;          // in the held-out part of the stated split (InHeldOutSet)
+  // Leave-one-source-out (docs/validation.md): the row's source (LosoFold) and, when the report was
+  // given the per-source fits, the prediction with the constants fitted without that source.
+  std::string fold;
+  bool loso = false;              // predicted with its fold's constants
+  double loso_predicted = 0;      // tokens/s per GPU or GiB, as predicted_tokens_per_s_per_gpu
+  double loso_error = 0;          // (loso_predicted - measured) / measured
 };
 
 struct ErrorSummary {
@@ -44,6 +51,27 @@ struct GroupTable {
   std::vector<ErrorSummary> throughput, memory;
 };
 
+// The constants fitted without each source (data/loso_fits.csv, written by tools/fit_runs.py --loso):
+// fold -> key -> value, with the model fingerprint and row count each fold was fitted at.
+struct LosoFits {
+  std::map<std::string, std::map<std::string, double>> values;  // fold -> calibration key -> value
+  std::map<std::string, int> rows;                               // fold -> predicted rows at fit time
+  std::map<std::string, bool> prior;                             // "fold|key" -> not fitted (no other source in scope)
+  std::string fingerprint, date, file;
+};
+// Reads the file (`file:line: column: reason` on a bad cell or an unknown calibration key).
+Result<LosoFits> ReadLosoFits(const std::string& path);
+// The fold "(all sources)" of the file: the in-sample fit, for comparison only.
+inline constexpr const char* kLosoInSample = "(all sources)";
+
+// One constant across the folds: the spread of its fitted values (docs/validation.md).
+struct LosoConstant {
+  std::string key;
+  double in_force = 0, in_sample = 0, min = 0, max = 0;
+  int folds = 0, prior_folds = 0;  // folds fitted / folds left at the prior (no other source in scope)
+  bool swings = false;             // max - min above 25% of max
+};
+
 struct ValidationReport {
   std::vector<ValidatedRow> rows;
   ErrorSummary overall;           // throughput rows
@@ -53,13 +81,37 @@ struct ValidationReport {
   // The stated train/test split (SplitRule()): error on the fitting subset and on the held-out rest.
   ErrorSummary fit_throughput, held_out_throughput, fit_memory, held_out_memory;
   GroupTable split_by_framework;  // "<framework>: fit" / "<framework>: held out" (per-framework constants)
-  // data/error_bands.csv: framework x family x method, framework x method, method, all runs.
+  // Leave-one-source-out, when ValidateRuns had the fits: every usable row predicted with the
+  // constants fitted without its source. Groups: source, framework, GPU family, method.
+  bool has_loso = false;
+  ErrorSummary loso_throughput, loso_memory;
+  ErrorSummary in_sample_throughput, in_sample_memory;  // the same rows with the constants in force
+  std::vector<GroupTable> loso_groups;
+  GroupTable in_sample_by_source;  // the same rows by source, with the constants in force
+  std::vector<LosoConstant> loso_constants;
+  std::vector<std::string> loso_warnings;  // stale fit, sources without a fit
+  // data/error_bands.csv: framework x family x method, framework x method, method, all runs; from
+  // the leave-one-source-out errors when the report has them, else from the in-sample errors.
   std::vector<ErrorBand> bands;
 };
 
 // Predicts every usable row of a runs.csv-format file in tokens/s per GPU.
 // Several files (e.g. runs.csv and memory.csv) are predicted together and summarized once.
-Result<ValidationReport> ValidateRuns(const std::vector<std::string>& paths, const Catalog& catalog, const Calibration& cal);
+// With `loso`, every usable row is predicted a second time with the constants of its fold.
+Result<ValidationReport> ValidateRuns(const std::vector<std::string>& paths, const Catalog& catalog, const Calibration& cal,
+                                      const LosoFits* loso = nullptr);
+
+// The leave-one-source-out fold of a source: the GitHub repository ("owner/repo"), else the text
+// before the first " (", " '" or "," (a paper: "paper: Rajbhandari et al. 2020"). A repository's
+// tables and result files are one team's measurements: they are left out together.
+std::string LosoFold(const std::string& source);
+
+// Over- and under-prediction apart: share of rows predicted high, median over-prediction (rows
+// predicted high) and median under-prediction (rows predicted low, as a positive fraction).
+struct OverUnder {
+  double share_over = 0, median_over = 0, median_under = 0;
+};
+OverUnder SplitOverUnder(const std::vector<double>& signed_errors);
 
 // The scale group of a run: "1 GPU", "2-8 GPUs", "9-64 GPUs", "65-512 GPUs", ">512 GPUs".
 std::string ScaleGroup(int64_t num_gpus);

@@ -1,6 +1,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 
 #include "cli.h"
 #include "gpuplan/csv.h"
@@ -15,6 +16,7 @@ const std::vector<FlagSpec> kValidateFlags = {
     {"write", true, "Markdown report path, e.g. docs/validation.md (default: none, '-')"},
     {"bands", true, "error-band CSV path, e.g. data/error_bands.csv (default: none, '-')"},
     {"all", false, "list every row, including those not predicted, with the reason"},
+    {"loso", true, "per-source constants (data/loso_fits.csv, from tools/fit_runs.py --loso): leave-one-source-out tables and bands"},
     {"max-median", true, "exit 2 if the median |error| of throughput rows exceeds this fraction"},
     {"max-p90", true, "exit 2 if the p90 |error| of throughput rows exceeds this fraction"},
     {"max-memory-median", true, "exit 2 if the median |error| of peak-memory rows exceeds this fraction"},
@@ -74,10 +76,12 @@ int CmdValidate(const std::vector<std::string>& argv) {
   auto args = ParseArgs(argv, kValidateFlags, false);
   if (!args.ok()) return Fail(args.status());
   if (args->Has("help") || args->positional.empty()) {
-    std::printf("usage: gpuplan validate RUNS.csv [MEMORY.csv ...] [--write docs/validation.md] [--bands data/error_bands.csv] [--all]\n\n"
+    std::printf("usage: gpuplan validate RUNS.csv [MEMORY.csv ...] [--write docs/validation.md] [--bands data/error_bands.csv]\n"
+                "                        [--loso data/loso_fits.csv] [--all]\n\n"
                 "Predicts every usable row of a file in the validation formats (runs.csv, memory.csv, runs_vtrain.csv,\n"
                 "peft_runs.csv; docs/validation-rows.md) and prints predicted vs measured with median / p90 error by framework,\n"
-                "GPU family, method, scale and source, on the fit subset and the held-out rest of the stated split.\n"
+                "GPU family, method, scale and source. With --loso, every row is also predicted with the constants fitted\n"
+                "without its source (leave-one-source-out); the report leads with those errors and the bands come from them.\n"
                 "--write and --bands write the report page and the bands estimate and plan print (scripts/validate.sh\n"
                 "regenerates docs/validation.md and data/error_bands.csv that way); without them nothing is written.\n\n%s",
                 FlagHelp(kValidateFlags, false).c_str());
@@ -94,7 +98,13 @@ int CmdValidate(const std::vector<std::string>& argv) {
   if (!catalog.ok()) return Fail(catalog.status());
   auto cal = Calibration::Load(args->Get("calibration"));
   if (!cal.ok()) return Fail(cal.status());
-  auto rep = ValidateRuns(args->positional, *catalog, *cal);
+  std::optional<LosoFits> loso;
+  if (args->Has("loso")) {
+    auto fits = ReadLosoFits(args->Get("loso"));
+    if (!fits.ok()) return Fail(fits.status());
+    loso = std::move(fits.value());
+  }
+  auto rep = ValidateRuns(args->positional, *catalog, *cal, loso ? &*loso : nullptr);
   if (!rep.ok()) return Fail(rep.status());
   std::printf("%s", ValidationToText(*rep, args->Has("all")).c_str());
   const std::string out = args->Get("write", "-");

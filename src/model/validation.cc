@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "gpuplan/estimate.h"
+#include "gpuplan/data.h"
 #include "gpuplan/finetune.h"
 #include "gpuplan/memory.h"
 
@@ -186,6 +187,7 @@ void SetGroups(ValidatedRow& v, const HardwareContext& hw) {
   v.method = ToString(j.training.method);
   v.scale = ScaleGroup(j.cluster.num_gpus);
   v.held_out = InHeldOutSet(v.row);
+  v.fold = LosoFold(v.row.source);
 }
 
 // Predicts one usable row into `v` (used, or the reason it is not); `seen` dedupes runs.
@@ -236,12 +238,16 @@ void PredictRow(const MeasuredRow& r, const Catalog& catalog, const Calibration&
   v.error = (v.predicted_tokens_per_s_per_gpu - v.measured_tokens_per_s_per_gpu) / v.measured_tokens_per_s_per_gpu;
 }
 
-// Errors by a key of the row, summarized in key order.
+// Errors by a key of the row, summarized in key order; `loso`: the leave-one-source-out errors
+// of the rows that have one.
+// `loso_rows`: only the rows that have a leave-one-source-out prediction (their in-sample errors
+// unless `loso`).
 template <typename KeyFn>
-std::vector<ErrorSummary> GroupBy(const std::vector<ValidatedRow>& rows, bool memory, KeyFn key) {
+std::vector<ErrorSummary> GroupBy(const std::vector<ValidatedRow>& rows, bool memory, KeyFn key, bool loso = false,
+                                  bool loso_rows = false) {
   std::map<std::string, std::vector<double>> by;
   for (const auto& v : rows)
-    if (v.used && v.memory == memory) by[key(v)].push_back(v.error);
+    if (v.used && v.memory == memory && (!(loso || loso_rows) || v.loso)) by[key(v)].push_back(loso ? v.loso_error : v.error);
   std::vector<ErrorSummary> out;
   for (auto& [k, e] : by) out.push_back(Summarize(k, e));
   return out;
@@ -282,16 +288,18 @@ void BuildSplit(ValidationReport& rep) {
 }
 
 // data/error_bands.csv: every group at the four levels, for throughput and memory.
-std::vector<ErrorBand> BuildBands(const std::vector<ValidatedRow>& rows) {
+// `loso`: from the leave-one-source-out errors (rows without one are left out).
+std::vector<ErrorBand> BuildBands(const std::vector<ValidatedRow>& rows, bool loso) {
   using Key = std::tuple<int, std::string, std::string, std::string, std::string>;  // level, kind, fw, family, method
   std::map<Key, std::vector<double>> by;
   for (const auto& v : rows) {
-    if (!v.used) continue;
+    if (!v.used || (loso && !v.loso)) continue;
     const std::string kind = v.memory ? "memory" : "throughput";
-    by[{0, kind, v.framework, v.gpu_family, v.method}].push_back(v.error);
-    by[{1, kind, v.framework, "*", v.method}].push_back(v.error);
-    by[{2, kind, "*", "*", v.method}].push_back(v.error);
-    by[{3, kind, "*", "*", "*"}].push_back(v.error);
+    const double e = loso ? v.loso_error : v.error;
+    by[{0, kind, v.framework, v.gpu_family, v.method}].push_back(e);
+    by[{1, kind, v.framework, "*", v.method}].push_back(e);
+    by[{2, kind, "*", "*", v.method}].push_back(e);
+    by[{3, kind, "*", "*", "*"}].push_back(e);
   }
   std::vector<ErrorBand> out;
   for (auto& [k, e] : by) {
@@ -305,7 +313,164 @@ std::vector<ErrorBand> BuildBands(const std::vector<ValidatedRow>& rows) {
   return out;
 }
 
+// The row predicted again with `cal` (its fold's constants): the same statistic and token basis as
+// the in-sample prediction. False when the hardware does not resolve under `cal`.
+bool PredictAgain(const ValidatedRow& v, const Catalog& catalog, const Calibration& cal, double* predicted) {
+  const Job& j = v.row.job;
+  auto hw = ResolveHardware(j, catalog, cal);
+  if (!hw.ok()) return false;
+  if (v.memory) {
+    *predicted = PredictedMemory(v.row, EstimateMemory(j, cal, /*detail=*/false)).first / kGiB;
+  } else {
+    const StepEstimate e = EstimateStep(j, *hw);
+    *predicted = v.basis == "useful tokens/s" ? e.useful_tokens_per_s_per_gpu : e.tokens_per_s_per_gpu;
+  }
+  return std::isfinite(*predicted);
+}
+
+// Predicts every used row with the constants fitted without its source; a source with no fit is
+// left out of the leave-one-source-out tables and named in a warning.
+void PredictLoso(ValidationReport& rep, const Catalog& catalog, const Calibration& cal, const LosoFits& fits) {
+  std::map<std::string, Calibration> by_fold;
+  std::map<std::string, int> rows, missing;
+  for (auto& v : rep.rows) {
+    if (!v.used) continue;
+    ++rows[v.fold];
+    auto it = fits.values.find(v.fold);
+    if (it == fits.values.end() || v.fold == kLosoInSample) {
+      ++missing[v.fold];
+      continue;
+    }
+    auto [c, fresh] = by_fold.try_emplace(v.fold, cal);
+    if (fresh)
+      for (const auto& [k, x] : it->second) c->second.Set(k, x);
+    double predicted = 0;
+    if (!PredictAgain(v, catalog, c->second, &predicted)) continue;
+    v.loso = true;
+    v.loso_predicted = predicted;
+    v.loso_error = (predicted - v.measured_tokens_per_s_per_gpu) / v.measured_tokens_per_s_per_gpu;
+  }
+  const std::string refit = "; rerun `python3 tools/fit_runs.py --loso " + fits.file + "`";
+  if (fits.fingerprint != ModelFingerprint())
+    rep.loso_warnings.push_back("the fits were made with model fingerprint " + fits.fingerprint + ", this build is " +
+                                ModelFingerprint() + ": the model or data changed since" + refit);
+  for (const auto& [fold, n] : missing)
+    rep.loso_warnings.push_back("no fit without " + fold + " (" + std::to_string(n) + " rows): left out of these tables" + refit);
+  for (const auto& [fold, n] : rows) {
+    auto it = fits.rows.find(fold);
+    if (it != fits.rows.end() && it->second != n)
+      rep.loso_warnings.push_back(fold + " has " + std::to_string(n) + " predicted rows, " + std::to_string(it->second) +
+                                  " when it was fitted" + refit);
+  }
+}
+
+// Every constant of the fits: its value in force, in-sample and the spread across the folds.
+std::vector<LosoConstant> LosoConstants(const LosoFits& fits, const Calibration& cal) {
+  std::map<std::string, LosoConstant> by;
+  for (const auto& [fold, kv] : fits.values) {
+    for (const auto& [k, x] : kv) {
+      LosoConstant& c = by[k];
+      c.key = k;
+      if (cal.Has(k)) c.in_force = cal.Get(k);
+      if (fold == kLosoInSample) {
+        c.in_sample = x;
+        continue;
+      }
+      if (fits.prior.count(fold + "|" + k)) {
+        ++c.prior_folds;
+        continue;
+      }
+      c.min = c.folds == 0 ? x : std::min(c.min, x);
+      c.max = c.folds == 0 ? x : std::max(c.max, x);
+      ++c.folds;
+    }
+  }
+  std::vector<LosoConstant> out;
+  for (auto& [k, c] : by) {
+    c.swings = c.folds > 1 && c.max - c.min > 0.25 * std::fabs(c.max);
+    out.push_back(c);
+  }
+  return out;
+}
+
+void BuildLoso(ValidationReport& rep, const Catalog& catalog, const Calibration& cal, const LosoFits& fits) {
+  PredictLoso(rep, catalog, cal, fits);
+  rep.has_loso = true;
+  std::vector<double> t, m, t_in, m_in;
+  for (const auto& v : rep.rows) {
+    if (!v.used || !v.loso) continue;
+    (v.memory ? m : t).push_back(v.loso_error);
+    (v.memory ? m_in : t_in).push_back(v.error);
+  }
+  rep.loso_throughput = Summarize("throughput, leave-one-source-out", t);
+  rep.loso_memory = Summarize("peak memory, leave-one-source-out", m);
+  rep.in_sample_throughput = Summarize("throughput, constants in force", t_in);
+  rep.in_sample_memory = Summarize("peak memory, constants in force", m_in);
+  auto fold = [](const ValidatedRow& v) { return v.fold; };
+  rep.in_sample_by_source = {"source", GroupBy(rep.rows, false, fold, false, true), GroupBy(rep.rows, true, fold, false, true)};
+  const std::vector<std::pair<std::string, std::string (*)(const ValidatedRow&)>> dims = {
+      {"source", [](const ValidatedRow& v) { return v.fold; }},
+      {"framework", [](const ValidatedRow& v) { return v.framework; }},
+      {"GPU family", [](const ValidatedRow& v) { return v.gpu_family; }},
+      {"method", [](const ValidatedRow& v) { return v.method; }},
+  };
+  for (const auto& [name, fn] : dims)
+    rep.loso_groups.push_back({name, GroupBy(rep.rows, false, fn, true), GroupBy(rep.rows, true, fn, true)});
+  rep.loso_constants = LosoConstants(fits, cal);
+}
+
 }  // namespace
+
+std::string LosoFold(const std::string& source) {
+  if (source.rfind("github:", 0) == 0) return SourceRepository(source);
+  size_t end = source.size();
+  for (const char* stop : {" (", " '", ","}) end = std::min(end, source.find(stop));
+  std::string s = source.substr(0, end);
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  return s.empty() ? "unknown source" : s;
+}
+
+OverUnder SplitOverUnder(const std::vector<double>& signed_errors) {
+  std::vector<double> over, under;
+  for (double e : signed_errors) (e > 0 ? over : under).push_back(std::fabs(e));
+  OverUnder o;
+  if (signed_errors.empty()) return o;
+  o.share_over = static_cast<double>(over.size()) / signed_errors.size();
+  o.median_over = Summarize("", over).median_abs;
+  o.median_under = Summarize("", under).median_abs;
+  return o;
+}
+
+Result<LosoFits> ReadLosoFits(const std::string& path) {
+  auto table = ReadCsvFile(path);
+  if (!table.ok()) return table.status();
+  for (const char* col : {"fold", "key", "value", "rows", "model_fingerprint", "source", "date"})
+    if (table->Column(col) < 0)
+      return Status::BadInput({path, 1, col}, "missing column (header: fold,key,value,rows,model_fingerprint,source,date)");
+  LosoFits fits;
+  fits.file = path;
+  for (const auto& row : table->rows) {
+    CsvRecord rec(*table, row);
+    const std::string fold = rec.Str("fold"), key = rec.Str("key");
+    if (fold.empty()) return Status::BadInput(rec.Where("fold"), "empty");
+    auto range = CalibrationKeyRange(key);
+    if (!range) return Status::BadInput(rec.Where("key"), "not a calibration key: '" + key + "'");
+    auto value = ParseDecimalIn(rec.Str("value"), rec.Where("value"), *range);
+    if (!value.ok()) return value.status();
+    auto n = rec.OptInteger("rows", 0, 100000000);
+    if (!n.ok()) return n.status();
+    const std::string fp = rec.Str("model_fingerprint");
+    if (!fits.fingerprint.empty() && fp != fits.fingerprint)
+      return Status::BadInput(rec.Where("model_fingerprint"), "differs from the first row's '" + fits.fingerprint + "' (one fit per file)");
+    fits.fingerprint = fp;
+    fits.date = rec.Str("date");
+    fits.values[fold][key] = *value;
+    fits.rows[fold] = static_cast<int>(n->value_or(0));
+    if (rec.Str("source").rfind("prior", 0) == 0) fits.prior[fold + "|" + key] = true;
+  }
+  if (fits.values.empty()) return Status::BadInput({path, 1, "fold"}, "no fits in the file");
+  return fits;
+}
 
 std::string ScaleGroup(int64_t n) {
   if (n <= 1) return "1 GPU";
@@ -327,10 +492,11 @@ bool InHeldOutSet(const MeasuredRow& r) {
 
 std::string SplitRule() {
   return "a run is held out when FNV-1a-64 of \"repository|model_name|gpu id|num_gpus\" is 0 mod 3 (about a third of "
-         "the model x GPU configurations of every source); constants are fitted on the rest (the fit subset)";
+         "the model x GPU configurations of every source); the rest is the fit subset";
 }
 
-Result<ValidationReport> ValidateRuns(const std::vector<std::string>& paths, const Catalog& catalog, const Calibration& cal) {
+Result<ValidationReport> ValidateRuns(const std::vector<std::string>& paths, const Catalog& catalog, const Calibration& cal,
+                                      const LosoFits* loso) {
   std::vector<MeasuredRow> ordered;
   for (const auto& path : paths) {
     auto rows = ReadMeasuredRows(path, catalog);
@@ -364,7 +530,8 @@ Result<ValidationReport> ValidateRuns(const std::vector<std::string>& paths, con
   rep.by_gpu = GroupBy(rep.rows, false, [](const ValidatedRow& v) { return v.row.job.cluster.gpu; });
   BuildGroups(rep);
   BuildSplit(rep);
-  rep.bands = BuildBands(rep.rows);
+  if (loso) BuildLoso(rep, catalog, cal, *loso);
+  rep.bands = BuildBands(rep.rows, rep.has_loso);
   return rep;
 }
 

@@ -215,6 +215,95 @@ std::vector<ErrorSummary> SplitRows(const ValidationReport& r) {
   return {named(r.fit_throughput, "throughput fit"), named(r.held_out_throughput, "throughput held-out"),
           named(r.fit_memory, "memory fit"), named(r.held_out_memory, "memory held-out")};
 }
+
+// Leave-one-source-out (docs/validation.md): the rows that have a fold prediction, with their errors
+// from the fold's constants (`loso`) or from the constants in force.
+std::vector<double> LosoRowErrors(const ValidationReport& r, bool memory, bool loso) {
+  std::vector<double> out;
+  for (const auto& v : r.rows)
+    if (v.used && v.memory == memory && v.loso) out.push_back(loso ? v.loso_error : v.error);
+  return out;
+}
+
+// The headline: leave-one-source-out next to in-sample, over- and under-prediction apart.
+std::string LosoHeadline(const ValidationReport& r, bool md) {
+  std::vector<std::vector<std::string>> rows;
+  auto add = [&](const char* kind, bool memory, bool loso, const ErrorSummary& s) {
+    if (s.rows == 0) return;
+    const OverUnder ou = SplitOverUnder(LosoRowErrors(r, memory, loso));
+    rows.push_back({kind, loso ? "leave-one-source-out" : "in-sample", std::to_string(s.rows), F("%.1f%%", 100 * s.median_abs),
+                    F("%.1f%%", 100 * s.p90_abs), F("%+.1f%%", 100 * s.mean_signed), F("%.0f%%", 100 * ou.share_over),
+                    F("%.1f%%", 100 * ou.median_over), F("%.1f%%", 100 * ou.median_under)});
+  };
+  add("throughput", false, true, r.loso_throughput);
+  add("throughput", false, false, r.in_sample_throughput);
+  add("peak memory", true, true, r.loso_memory);
+  add("peak memory", true, false, r.in_sample_memory);
+  return RenderTable({"kind", "constants", "rows", md ? "median abs error" : "median |err|", md ? "p90 abs error" : "p90 |err|",
+                      md ? "mean signed error" : "mean err", md ? "rows predicted high" : "high",
+                      md ? "median over-prediction" : "median over", md ? "median under-prediction" : "median under"},
+                     rows, md);
+}
+
+// Every source: its leave-one-source-out error with its in-sample error beside it.
+std::string LosoBySource(const std::vector<ErrorSummary>& loso, const std::vector<ErrorSummary>& in_sample, bool md) {
+  std::map<std::string, const ErrorSummary*> ins;
+  for (const auto& s : in_sample) ins[s.group] = &s;
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& s : loso) {
+    auto cells = SummaryCells(s, md);
+    const ErrorSummary* i = ins.count(s.group) ? ins[s.group] : nullptr;
+    cells.push_back(i ? F("%.1f%%", 100 * i->median_abs) : "-");
+    cells.push_back(i ? F("%+.1f%%", 100 * i->mean_signed) : "-");
+    rows.push_back(cells);
+  }
+  return RenderTable({"source", "rows", md ? "LOSO median abs error" : "LOSO median", md ? "LOSO p90 abs error" : "LOSO p90",
+                      md ? "LOSO mean signed error" : "LOSO mean", md ? "in-sample median abs error" : "in-sample median",
+                      md ? "in-sample mean signed error" : "in-sample mean"},
+                     rows, md);
+}
+
+std::string LosoConstantsTable(const ValidationReport& r) {
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& c : r.loso_constants) {
+    std::string notes;
+    if (c.swings) notes += "swings between folds (max - min above 25% of max)";
+    if (c.prior_folds > 0)
+      notes += std::string(notes.empty() ? "" : "; ") + "prior in " + std::to_string(c.prior_folds) +
+               " fold(s): only that source has rows in its scope";
+    rows.push_back({c.key, F("%.6g", c.in_force), F("%.6g", c.in_sample),
+                    c.folds ? F("%.6g", c.min) + " .. " + F("%.6g", c.max) : "-", std::to_string(c.folds), notes});
+  }
+  return RenderTable({"constant", "in force", "in-sample fit", "fitted without each source (min .. max)", "folds", "notes"}, rows,
+                     true);
+}
+
+std::string LosoSection(const ValidationReport& r) {
+  std::string out = "## Leave-one-source-out\n\n";
+  for (const auto& w : r.loso_warnings) out += "**Stale:** " + w + ".\n\n";
+  out += "Every row predicted with the calibrated constants fitted on the OTHER sources' rows (tools/fit_runs.py "
+         "--loso; the fold is the source's repository, or the paper). \"In-sample\" is the same rows with the constants "
+         "in force, fitted on every source. Over- and under-prediction are apart: the share of rows predicted high, and "
+         "the median error of the rows predicted high and of those predicted low.\n\n" +
+         LosoHeadline(r, true) + "\n";
+  for (const auto& g : r.loso_groups) {
+    if (g.dimension == "source") {
+      out += "### Leave-one-source-out by source\n\nThroughput:\n\n" +
+             LosoBySource(g.throughput, r.in_sample_by_source.throughput, true) + "\n";
+      if (!g.memory.empty()) out += "Peak memory:\n\n" + LosoBySource(g.memory, r.in_sample_by_source.memory, true) + "\n";
+      continue;
+    }
+    out += "### Leave-one-source-out by " + g.dimension + "\n\nThroughput:\n\n" + SummaryTable(g.throughput, true) + "\n";
+    if (!g.memory.empty()) out += "Peak memory:\n\n" + SummaryTable(g.memory, true) + "\n";
+  }
+  out += "### Constants across the folds\n\nEach constant tools/fit_runs.py fits, as fitted on every source and without "
+         "each source in turn. A constant whose value swings between folds is fitted to a source's quirks; one left at "
+         "its prior in a fold has rows in a single source only, so nothing but that source could fit it. The fit's "
+         "output adds, per constant, the error change in-sample and leave-one-source-out (a constant that helps "
+         "in-sample only is flagged there as a defect).\n\n" +
+         LosoConstantsTable(r) + "\n";
+  return out;
+}
 }  // namespace
 
 std::string ValidationToText(const ValidationReport& r, bool all_rows) {
@@ -236,6 +325,16 @@ std::string ValidationToText(const ValidationReport& r, bool all_rows) {
     if (groups.empty()) return;
     out += "\n" + title + "\n" + SummaryTable(groups, false, 90);
   };
+  if (r.has_loso) {
+    out += "\nleave-one-source-out (each row predicted with the constants fitted without its source):\n" + LosoHeadline(r, false);
+    for (const auto& w : r.loso_warnings) out += "stale: " + w + "\n";
+    for (const auto& g : r.loso_groups)
+      if (g.dimension == "source") {
+        out += "\nthroughput by source, leave-one-source-out:\n" + LosoBySource(g.throughput, r.in_sample_by_source.throughput, false);
+        if (!g.memory.empty())
+          out += "\npeak memory by source, leave-one-source-out:\n" + LosoBySource(g.memory, r.in_sample_by_source.memory, false);
+      }
+  }
   summary({r.overall}, "throughput (tokens/s per GPU), all usable rows:");
   if (r.memory.rows > 0) summary({r.memory}, "peak memory rows:");
   summary(SplitRows(r), "train/test split (" + SplitRule() + "):");
@@ -299,12 +398,14 @@ std::string PredictedRows(const ValidationReport& r) {
     const Job& j = v.row.job;
     rows.push_back({RowId(v.row), v.row.model_name, j.cluster.gpu, std::to_string(j.cluster.num_gpus),
                     std::to_string(j.training.seq_len), std::to_string(j.training.micro_batch), ToString(j.training.precision),
-                    ToString(j.training.recompute), v.framework, v.method, v.held_out ? "held out" : "fit", v.basis,
+                    ToString(j.training.recompute), v.framework, v.method, v.fold, v.held_out ? "held out" : "fit", v.basis,
                     Value(v, v.measured_tokens_per_s_per_gpu), Value(v, v.predicted_tokens_per_s_per_gpu), F("%+.1f%%", 100 * v.error)});
+    if (r.has_loso) rows.back().push_back(v.loso ? F("%+.1f%%", 100 * v.loso_error) : "no fit");
   }
-  return RenderTable({"row", "model", "gpu", "gpus", "seq", "micro-batch", "precision", "recompute", "framework", "method", "split",
-                      "compared", "measured", "predicted", "error"},
-                     rows, true);
+  std::vector<std::string> header = {"row", "model", "gpu", "gpus", "seq", "micro-batch", "precision", "recompute", "framework",
+                                     "method", "source", "split", "compared", "measured", "predicted", "error"};
+  if (r.has_loso) header.push_back("LOSO error");
+  return RenderTable(header, rows, true);
 }
 }  // namespace
 
@@ -324,12 +425,18 @@ std::string ValidationToMarkdown(const ValidationReport& r, const std::string& i
          "the predicted statistic the source measured: reserved (torch max_memory_reserved), allocated "
          "(max_memory_allocated) or device total (nvidia-smi); a source that does not name it is compared with reserved "
          "and marked so. A run reported under several metrics is counted once.\n\n";
+  out += "The error that matters is on sources the constants were never fitted to: with the per-source fits "
+         "(`--loso data/loso_fits.csv`, written by `python3 tools/fit_runs.py --loso data/loso_fits.csv`), every row is "
+         "predicted a second time with the calibrated constants chosen on every OTHER source, and the page leads with those "
+         "errors; the error bands come from them. The summaries after it are in-sample (the constants in force, fitted on "
+         "every source).\n\n";
+  if (r.has_loso) out += LosoSection(r);
   out += "## Summary\n\n" + SummaryTable({r.overall}, true) + "\n";
   if (r.memory.rows > 0) out += "Peak memory rows:\n\n" + SummaryTable({r.memory}, true) + "\n";
-  out += "## Train/test split\n\nThe split: " + SplitRule() + ". Error on the fit subset and on the held-out rest, "
-         "separately, so a constant that only helps its own rows shows as a gap between the two:\n\n" +
-         SummaryTable(SplitRows(r), true) + "\nBy framework (a per-framework constant is fitted on its framework's fit "
-         "rows):\n\nThroughput:\n\n" + SummaryTable(r.split_by_framework.throughput, true) + "\nPeak memory:\n\n" +
+  out += "## Train/test split within sources\n\nThe split: " + SplitRule() + ". It holds out a third of every source's "
+         "configurations, so a constant fitted to a source's quirks passes it; kept for comparison with the "
+         "leave-one-source-out table above, which holds out whole sources:\n\n" +
+         SummaryTable(SplitRows(r), true) + "\nBy framework:\n\nThroughput:\n\n" + SummaryTable(r.split_by_framework.throughput, true) + "\nPeak memory:\n\n" +
          SummaryTable(r.split_by_framework.memory, true) + "\n";
   out += "## Error by group\n\nEvery group is listed; groups with fewer than 5 rows are marked (their statistics are "
          "not used as error bands).\n\n";
@@ -340,9 +447,12 @@ std::string ValidationToMarkdown(const ValidationReport& r, const std::string& i
   out += "### By GPU (throughput)\n\n" + SummaryTable(r.by_gpu, true) + "\n";
   out += "## Known biases\n\nEvery group above (any dimension, throughput or memory) whose mean signed error exceeds 8%:\n\n" +
          KnownBiases(r) +
-         "\nThe efficiency constants (data/efficiency.csv, data/frameworks.csv) are fitted with tools/fit_runs.py on the fit "
-         "subset only; it prints the fit and held-out error of every grid point and of the chosen one.\n\n";
-  out += "## Error bands\n\ndata/error_bands.csv (written with this page): the error of every group at four levels, "
+         "\nThe efficiency constants (data/efficiency.csv, data/frameworks.csv) are fitted with tools/fit_runs.py, once on "
+         "every source and once without each source (\"Leave-one-source-out\" above).\n\n";
+  out += std::string("## Error bands\n\ndata/error_bands.csv (written with this page) from the ") +
+         (r.has_loso ? "leave-one-source-out errors (each row predicted with the constants fitted without its source)"
+                     : "in-sample errors (no per-source fits were given: `--loso`)") +
+         ": the error of every group at four levels, "
          "framework x GPU family x method, framework x method, method, all runs. `gpuplan estimate` and `gpuplan plan` "
          "print the p90 of the nearest group with at least 5 runs as the expected error. The planner's default "
          "memory headroom is that memory band's p90 under-prediction (p90 of max(0, -error)): a run predicted at p "

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gpuplan/ops.h"
+#include "gpuplan/report.h"
 
 namespace gpuplan {
 namespace {
@@ -141,6 +142,22 @@ TEST(OpsPasses, RecomputeNeverShortensTheStep) {
   const Job sel = PresetJob("llama-3-8b", "recompute: selective"), full = PresetJob("llama-3-8b", "recompute: full");
   EXPECT_GT(EstimateStep(sel, Hw(sel)).breakdown.compute_s, none);
   EXPECT_GT(EstimateStep(full, Hw(full)).breakdown.compute_s, EstimateStep(sel, Hw(sel)).breakdown.compute_s);
+}
+
+// `gpuplan estimate --ops`: every op is printed, within 120 columns, and the JSON sums to the fold.
+TEST(OpsReport, TextListsEveryOpWithin120ColumnsAndJsonSumsToTheFold) {
+  const Job j = PresetJob("mixtral-8x7b", "precision: fp8, recompute: selective");
+  const HardwareContext hw = Hw(j);
+  const std::string text = OpsToText(j, hw);
+  for (const Op& op : LayerOps(j, hw, MicroBatchTokens(j), 4096)) EXPECT_NE(text.find(op.name + " "), std::string::npos) << op.name;
+  size_t start = 0;
+  for (size_t nl; (nl = text.find('\n', start)) != std::string::npos; start = nl + 1)
+    EXPECT_LE(nl - start, 120u) << text.substr(start, nl - start);
+  const nlohmann::json js = OpsToJson(j, hw);
+  double fwd = 0;
+  for (const auto& op : js["layer"]) fwd += op["fwd_flops"].get<double>();
+  EXPECT_NEAR(fwd / js["layer_passes"]["fwd_flops"].get<double>(), 1.0, 1e-12);
+  EXPECT_EQ(js["head"].size(), 2u);
 }
 
 }  // namespace

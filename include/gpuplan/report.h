@@ -71,6 +71,10 @@ nlohmann::json ExpectedErrorToJson(const ExpectedError& e);
 
 nlohmann::json EstimateToJson(const EstimateReport& r);
 std::string EstimateToText(const EstimateReport& r, bool markdown);
+// `gpuplan estimate --ops`: one layer's ops (include/gpuplan/ops.h) with FLOPs, HBM bytes, kernels
+// and forward/backward seconds, the passes they fold into, and the output layer's ops.
+std::string OpsToText(const Job& job, const HardwareContext& hw);
+nlohmann::json OpsToJson(const Job& job, const HardwareContext& hw);
 
 // Validation: a terminal table and the Markdown page docs/validation.md.
 std::string ValidationToText(const ValidationReport& r, bool all_rows);

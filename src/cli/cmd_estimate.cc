@@ -32,6 +32,7 @@ int CmdEstimate(const std::vector<std::string>& argv) {
   static const std::vector<FlagSpec> flags = [] {
     std::vector<FlagSpec> f = JobCommandFlags();
     for (auto& l : LedgerFlags()) f.push_back(l);
+    f.push_back({"ops", false, "also print one layer's ops (FLOPs, HBM bytes, kernels, forward/backward time; JSON: \"ops\")"});
     return f;
   }();
   auto args = ParseArgs(argv, flags, true);
@@ -60,10 +61,12 @@ int CmdEstimate(const std::vector<std::string>& argv) {
   if (*format == Format::kJson) {
     nlohmann::json out = EstimateToJson(r);
     if (args->Has("ledger")) out["ledger"] = LedgerJson(*args, measured);
+    if (args->Has("ops")) out["ops"] = OpsToJson(*job, *hw);
     if (!r.memory.fits) out["error"] = ErrorToJson(DoesNotFit(r.memory))["error"];
     std::printf("%s\n", DumpJson(out).c_str());
   } else {
-    const std::string text = EstimateToText(r, *format == Format::kMarkdown) + LedgerText(*args, measured);
+    const std::string text = EstimateToText(r, *format == Format::kMarkdown) + LedgerText(*args, measured) +
+                             (args->Has("ops") ? OpsToText(*job, *hw) : "");
     if (*format == Format::kMarkdown) std::printf("%s", text.c_str());
     else PrintFitted(text);
   }

@@ -4,6 +4,7 @@
 #include "gpuplan/estimate.h"
 #include "gpuplan/finetune.h"
 #include "gpuplan/job_keys.h"
+#include "gpuplan/ops.h"
 
 #include <algorithm>
 #include <cmath>
@@ -32,8 +33,8 @@ double FwOr(const Calibration& cal, const std::string& fw, const std::string& me
   return CalOr(cal, "framework." + fw + "." + mech, "framework.generic." + mech);
 }
 
-// F§1-F§7 the mechanisms of the job's framework, once per hardware resolution.
-void ResolveFramework(const TrainingSpec& tr, const GpuSpec& g, const Calibration& cal, EfficiencyConstants& k) {
+// F§1-F§2 elementwise traffic and launch costs of the job's framework's kernels.
+void ResolveFrameworkKernels(const TrainingSpec& tr, const Calibration& cal, EfficiencyConstants& k) {
   const std::string fw = ToString(tr.framework);
   // F§1/F§2 torch.compile (Inductor) fuses each pointwise chain into one kernel: every op counts
   // as fused whatever the framework's eager modules are.
@@ -70,6 +71,12 @@ void ResolveFramework(const TrainingSpec& tr, const GpuSpec& g, const Calibratio
   // The ops one layer's forward dispatches from the host (views, casts, dropout and RNG included):
   // the framework's eager modules, or the compiled graph's kernel launches.
   k.host_ops_per_layer = FwOr(cal, fw, tr.compile ? "compiled_host_ops_per_layer" : "host_ops_per_layer");
+}
+
+// F§1-F§9 the mechanisms of the job's framework, once per hardware resolution.
+void ResolveFramework(const TrainingSpec& tr, const GpuSpec& g, const Calibration& cal, EfficiencyConstants& k) {
+  const std::string fw = ToString(tr.framework);
+  ResolveFrameworkKernels(tr, cal, k);
   // F§3 cross-entropy: the job's loss, or the framework's default (1 standard, 2 chunked, 3 fused).
   LossKind loss = tr.loss;
   if (loss == LossKind::kAuto) {
@@ -174,19 +181,16 @@ std::string EfficiencyNote(const GpuSpec& g, const TrainingSpec& tr, const Calib
   return out;
 }
 
-}  // namespace
+// Where a job key was set (file:line), else the job's source.
+Location KeyWhere(const Job& job, const std::string& key) {
+  auto it = job.set_keys.find(key);
+  return it != job.set_keys.end() ? it->second : Location{job.source, 0, key};
+}
 
-Result<HardwareContext> ResolveHardware(const Job& job, const Catalog& catalog, const Calibration& cal) {
-  HardwareContext hw;
-  hw.cal = cal;
+// The GPU-to-GPU link inside a node and its rate per GPU.
+Status ResolveIntraLink(const Job& job, const Catalog& catalog, HardwareContext& hw) {
   const ClusterSpec& c = job.cluster;
-  auto where = [&](const std::string& key) {
-    auto it = job.set_keys.find(key);
-    return it != job.set_keys.end() ? it->second : Location{job.source, 0, key};
-  };
-  auto gpu = catalog.FindGpu(c.gpu);
-  if (!gpu.ok()) return Status::BadInput(where("cluster.gpu"), gpu.status().reason());
-  hw.gpu = *gpu;
+  auto where = [&](const std::string& key) { return KeyWhere(job, key); };
   // N§5 intra-node default: the GPU's NVLink through NVSwitch on 4+-GPU baseboards, a bridge for
   // pairs, otherwise PCIe of the GPU's generation.
   std::string intra_id = c.intra_node;
@@ -216,6 +220,13 @@ Result<HardwareContext> ResolveHardware(const Job& job, const Catalog& catalog, 
     hw.intra_bytes_per_s = std::min(hw.intra_bytes_per_s, *hw.gpu.nvlink_bytes_per_s_per_dir);
   if (hw.intra_bytes_per_s <= 0)
     return Status::BadInput(where("cluster.intra_node"), "link '" + hw.intra.id + "' has no known bandwidth for " + hw.gpu.id);
+  return Status::Ok();
+}
+
+// The network between nodes, its rate per GPU, the storage tier and the host link.
+Status ResolveNetworkStorageHost(const Job& job, const Catalog& catalog, const Calibration& cal, HardwareContext& hw) {
+  const ClusterSpec& c = job.cluster;
+  auto where = [&](const std::string& key) { return KeyWhere(job, key); };
   // N§5 network default: datacenter NVLink parts get one InfiniBand port per GPU (NDR for Hopper
   // and newer, HDR for Ampere/Volta: the DGX reference designs); PCIe cards get 25 GbE TCP.
   std::string net_id = c.network;
@@ -254,6 +265,12 @@ Result<HardwareContext> ResolveHardware(const Job& job, const Catalog& catalog, 
   if (!hw.gpu.p2p) hw.intra_bytes_per_s = std::min(hw.intra_bytes_per_s, host->bw_bytes_per_s_per_dir / 2);
   auto ndr = catalog.FindLink("ib-ndr");
   if (ndr.ok()) hw.rdma_reference_bytes_per_s = ndr->bw_bytes_per_s_per_dir * cal.Get("link_eff.infiniband");
+  return Status::Ok();
+}
+
+// The GPU has the numbers the step needs at the job's precision.
+Status CheckGpuNumbers(const Job& job, const HardwareContext& hw) {
+  auto where = [&](const std::string& key) { return KeyWhere(job, key); };
   if (const std::string why = hw.gpu.PrecisionProblem(job.training.precision); !why.empty()) {
     // At the key that made the clash: the precision if given, else the GPU choice (the default precision).
     Location at = job.IsSet("training.precision") ? where("training.precision")
@@ -269,6 +286,21 @@ Result<HardwareContext> ResolveHardware(const Job& job, const Catalog& catalog, 
   if (!hw.gpu.mem_bw_bytes_per_s)
     return Status::BadInput({hw.gpu.where.file, hw.gpu.where.line, "mem_bw_gb_per_s"},
                             "GPU '" + hw.gpu.id + "' has no known memory bandwidth; the step estimate needs it");
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<HardwareContext> ResolveHardware(const Job& job, const Catalog& catalog, const Calibration& cal) {
+  HardwareContext hw;
+  hw.cal = cal;
+  auto where = [&](const std::string& key) { return KeyWhere(job, key); };
+  auto gpu = catalog.FindGpu(job.cluster.gpu);
+  if (!gpu.ok()) return Status::BadInput(where("cluster.gpu"), gpu.status().reason());
+  hw.gpu = *gpu;
+  if (Status st = ResolveIntraLink(job, catalog, hw); !st.ok()) return st;
+  if (Status st = ResolveNetworkStorageHost(job, catalog, cal, hw); !st.ok()) return st;
+  if (Status st = CheckGpuNumbers(job, hw); !st.ok()) return st;
   hw.k = ResolveConstants(hw.gpu, hw.intra, hw.inter, job.training.precision, cal);
   // H§1 a user's power limit (cluster.power_limit_w) below the board power the peaks are rated at:
   // sustained clock ~ power^power_clock_exponent (the same law as the catalog's power-limited rows).
@@ -314,172 +346,82 @@ GroupPlacement Place(const Job& j) {
   return gp;
 }
 
-// C§2 time of a GEMM of m x n x k at efficiency eff_max x d/(d + d_half) plus fixed time.
-inline double GemmTime(double m, double n, double k, double peak, const EfficiencyConstants& c) {
-  const double d = std::min({m, n, k});
-  const double eff = c.matmul_eff_max * d / (d + c.matmul_dim_half);
-  return 2 * m * n * k / (peak * eff) + c.matmul_fixed_s;
-}
+// The quantities of one step that the compute fold and the communication blocks share.
+struct StepContext {
+  double t = 1, s = 0, T = 0, ab = 2, L = 0, m = 1, h = 0, rep = 1;
+  double moe_frac = 0;
+  bool moe = false;
+  double peak_mm = 0;
+  GroupPlacement gp{};
+  double attn_bwd_factor = 2, t_attn_fwd = 0;  // C§2 the attention core of one layer, forward
+  double t_mb_compute = 0, t_mb_fwd = 0, t_mb_bwd = 0;  // C§4 one micro-batch and its two shares
+  double flops_recompute = 0;  // per layer and micro-batch
+};
 
-}  // namespace
-
-StepEstimate EstimateStep(const Job& job, const HardwareContext& hw) {
-  StepEstimate e;
+StepContext MakeStepContext(const Job& job, const HardwareContext& hw, StepEstimate& e) {
   const Arch& a = job.arch;
   const TrainingSpec& tr = job.training;
   const ParallelSpec& par = job.parallel;
-  const EfficiencyConstants& k = hw.k;
-  const double t = static_cast<double>(par.tp);
-  const double peak_mm = *hw.gpu.PeakFlops(tr.precision);
-  // Attention and the output layer run in 16-bit even in fp8 recipes (Transformer Engine, torchao).
-  const double peak16 = tr.precision == Precision::kFp32 ? peak_mm
-                        : hw.gpu.PeakFlops(Precision::kBf16).value_or(peak_mm);
-  e.peak_flops = peak_mm;
-  // H§1 the rates the kernels run at: the catalog peaks times the sustained-clock factor of a
-  // power-limited part (MFU stays against the catalog peak).
-  const double run_mm = peak_mm * k.clock_factor, run16 = peak16 * k.clock_factor;
+  StepContext c;
+  c.t = static_cast<double>(par.tp);
+  c.peak_mm = *hw.gpu.PeakFlops(tr.precision);
+  e.peak_flops = c.peak_mm;
   // The length a micro-batch is computed at: seq_len unless samples are padded only to the
   // longest of their micro-batch (docs/model/finetune.md).
-  const double s = ComputeSeqLen(tr);
-  const double T = static_cast<double>(tr.micro_batch) * s / par.cp;  // tokens per micro-batch per GPU
-  const double ab = ActivationBytesPerElement(tr.precision);
+  c.s = ComputeSeqLen(tr);
+  c.T = MicroBatchTokens(job);  // tokens per micro-batch per GPU
+  c.ab = ActivationBytesPerElement(tr.precision);
   const int64_t layers = (a.layers + par.pp - 1) / par.pp;
-  const double L = static_cast<double>(layers);
+  c.L = static_cast<double>(layers);
   e.grad_accum = std::max<int64_t>(1, GradAccumSteps(job));
-  const double m = static_cast<double>(e.grad_accum);
-  const bool moe = a.IsMoe();
-  const double moe_frac = moe ? static_cast<double>(a.MoeLayers()) / a.layers : 0;
-  const double h = static_cast<double>(a.hidden);
+  c.m = static_cast<double>(e.grad_accum);
+  c.moe = a.IsMoe();
+  c.moe_frac = c.moe ? static_cast<double>(a.MoeLayers()) / a.layers : 0;
+  c.h = static_cast<double>(a.hidden);
+  c.rep = par.sequence_parallel ? c.t : 1.0;
+  c.attn_bwd_factor = AttentionBackwardFactor(tr);
+  c.gp = Place(job);
+  return c;
+}
 
-  // ---- C§2 matmuls of one layer, forward, local to this GPU.
-  double t_lin_fwd = GemmTime(T, (a.QDim() + 2.0 * a.KvDim()) / t, h, run_mm, k)  // fused q,k,v
-                     + GemmTime(T, h, a.QDim() / t, run_mm, k);                    // o_proj
-  double flops_lin_fwd = 2 * T * (h * (a.QDim() + 2.0 * a.KvDim()) + a.QDim() * h) / t;
-  const double up_n = (a.MlpMatrices() - 1) * static_cast<double>(a.Ffn()) / t;
-  const double t_dense_mlp = GemmTime(T, up_n, h, run_mm, k) + GemmTime(T, h, a.Ffn() / t, run_mm, k);
-  const double f_dense_mlp = 2 * T * a.MlpMatrices() * h * a.Ffn() / t;
-  double t_mlp = t_dense_mlp, f_mlp = f_dense_mlp;
-  if (moe) {
-    // Routed experts as grouped GEMMs over the T x k routed tokens (+ shared experts).
-    const double routed = T * (a.experts_per_token + a.shared_experts);
-    const double mup = (a.MlpMatrices() - 1) * static_cast<double>(a.MoeFfn()) / t;
-    const double t_moe = GemmTime(routed, mup, h, run_mm, k) + GemmTime(routed, h, a.MoeFfn() / t, run_mm, k) +
-                         GemmTime(T, static_cast<double>(a.experts), h, run16, k);
-    const double f_moe = 2 * routed * a.MlpMatrices() * h * a.MoeFfn() / t + 2 * T * h * a.experts;
-    t_mlp = (1 - moe_frac) * t_dense_mlp + moe_frac * t_moe;
-    f_mlp = (1 - moe_frac) * f_dense_mlp + moe_frac * f_moe;
+// C§4 one micro-batch as folds over the layer's ops (ops.h) and the head's, and the step's FLOPs
+// as executed.
+void ComputeMicroBatch(const Job& job, const HardwareContext& hw, StepContext& c, StepEstimate& e) {
+  const EfficiencyConstants& k = hw.k;
+  const double L = c.L;
+  const LayerPasses layer = FoldLayer(LayerOps(job, hw, c.T, c.s), job, k);
+  double head_fwd_s = 0, head_s = 0, head_flops = 0;
+  for (const Op& op : HeadOps(job, hw, c.T)) {
+    head_fwd_s += op.fwd_s, head_s += op.fwd_s + op.bwd_s;
+    head_flops += op.fwd_flops + op.bwd_flops;
   }
-  t_lin_fwd += t_mlp;
-  flops_lin_fwd += f_mlp;
-  // C§2 attention core: QK^T and AV, 2 x 2 x T x s x (a d) / t; causal flash kernels skip the
-  // masked half; eager attention computes the full matrix.
-  const double causal = tr.flash_attention ? 0.5 : 1.0;
-  const double flops_attn_fwd = 4 * T * s * a.QDim() / t * causal;
-  const double attn_eff = tr.flash_attention ? k.flash_eff : k.eager_attn_eff;
-  const double hbm = *hw.gpu.mem_bw_bytes_per_s * k.hbm_eff;
-  double t_attn_fwd = flops_attn_fwd / (run16 * attn_eff);
-  if (!tr.flash_attention && k.fused_softmax) {
-    // F§4 Megatron's unfused-attention path: QK^T and AV as batched GEMMs and one fused
-    // scale-mask-softmax kernel; the T x s x heads/t scores are written by the QK^T GEMM, read and
-    // written by the softmax and read by AV (elementwise.attention_scores_fused per score), and the
-    // pass takes the longer of that traffic and the GEMM FLOPs at the matmul ceiling.
-    const double scores = T * s * a.heads / t;
-    t_attn_fwd = std::max(flops_attn_fwd / (run16 * k.matmul_eff_max), scores * k.e_scores * ab / hbm);
-  }
-  const double attn_bwd_factor = tr.flash_attention ? 2.5 : 2.0;  // FlashAttention-2 §4.1: 5 vs 2 matmuls
-  // C§3 / F§1 elementwise traffic (norms, residual adds, rotary, activation), memory-bound: the
-  // elements each op reads and writes as the framework runs it (fused, eager or compiled).
-  const double rep = par.sequence_parallel ? t : 1.0;
-  const bool layernorm = a.norm == NormKind::kLayerNorm, rotary = a.position == PositionKind::kRotary;
-  const double norms = static_cast<double>(a.norms_per_layer);
-  const double f_act = moe ? a.MoeFfn() * (a.experts_per_token + a.shared_experts) : static_cast<double>(a.Ffn());
-  const double e_act = a.GatedMlp() ? k.e_act : k.e_gelu, n_act = a.GatedMlp() ? k.n_act : k.n_gelu;
-  const double elem_elems =
-      T * ((norms * (layernorm ? k.e_norm_ln : k.e_norm) + 2 * k.e_residual) * h / rep +
-           (rotary ? k.e_rope * (a.QDim() + a.KvDim()) / t : 0.0) + e_act * f_act / t);
-  // Weight casts of autocast over fp32 parameters: per forward pass, every local weight of the layer.
-  const double layer_weights = (h * (a.QDim() + 2.0 * a.KvDim()) + a.QDim() * h) / t +
-                               a.MlpMatrices() * h * (moe ? a.MoeFfn() * (a.experts_per_token + a.shared_experts) : a.Ffn()) / t;
-  const double t_elem_fwd =
-      (elem_elems + T * k.e_fp32_residual * h / rep) * ab / hbm + layer_weights * k.e_weight_cast * ab / hbm;
-  // F§2 launch costs of one layer's forward: each non-GEMM kernel leaves the GPU idle for
-  // kernel_gap_s (GEMMs carry matmul_fixed_s), and the host dispatches the layer's ops in
-  // host_ops_per_layer x cpu_op_s; a pass takes the longer of GPU and host (backward: 2x).
-  const double kernels = norms * (layernorm ? k.n_norm_ln : k.n_norm) + 2 * k.n_residual +
-                         (rotary ? 2 * k.n_rope : 0.0) + n_act + 1;
-  const double host_fwd = k.host_ops_per_layer * k.cpu_op_s;
-  const double gap_fwd = kernels * k.kernel_gap_s;
-  // F§6 fp8: each linear's input is quantized in forward and its output gradient in backward,
-  // at fp8_cast_bytes per element for the recipe.
-  double t_cast_fwd = 0, t_cast_bwd = 0;
-  if (tr.precision == Precision::kFp8) {
-    t_cast_fwd = T * (2 * h / rep + a.QDim() / t + f_act / t) * k.fp8_cast_bytes / hbm;
-    t_cast_bwd = T * ((a.QDim() + 2.0 * a.KvDim()) / t + 2 * h / rep + (a.MlpMatrices() - 1) * f_act / t) *
-                 k.fp8_cast_bytes / hbm;
-  }
-  // Output layer on the last stage (the slowest stage carries it).
-  const double t_logits_fwd = GemmTime(T, a.vocab / t, h, run16, k);
-  // F§3 cross-entropy over the T x V/t logits, forward and backward, memory-bound.
-  const double t_loss = T * a.vocab / t * k.loss_bytes_per_logit / hbm;
-  const double flops_logits_fwd = 2 * T * h * a.vocab / t;
-
-  // C§4 backward: input gradients (1x forward) and weight gradients (1x) per linear; a frozen
-  // LoRA/QLoRA base computes no weight gradients (the adapters' rank-r GEMMs are negligible).
-  const bool frozen_base = IsAdapterMethod(tr.method);
-  const double bwd_lin = frozen_base ? 1.0 : 2.0;
-  // LoRA-family adapters and a quantized base's dequantization, per layer and pass (finetune.md).
-  const AdapterCost adapter = AdapterLayerCost(job, hw, T);
-  const double t_dequant = DequantLayerTime(job, hw);
-  // F§2 the adapters' own launches (finetune.md) add to the host's ops and the GPU's kernel gaps.
-  const double host_lora_fwd = (adapter.fwd_gemms + adapter.fwd_kernels) * k.cpu_op_s;
-  const double host_lora_bwd = (adapter.bwd_gemms + adapter.bwd_kernels) * k.cpu_op_s;
-  double t_layer_fwd = std::max(host_fwd + host_lora_fwd, t_lin_fwd + t_attn_fwd + t_elem_fwd + gap_fwd + t_cast_fwd +
-                                                              adapter.fwd_s + adapter.fwd_kernels * k.kernel_gap_s + t_dequant);
-  double t_layer_bwd = std::max(2 * host_fwd + host_lora_bwd,
-                                bwd_lin * t_lin_fwd + attn_bwd_factor * t_attn_fwd + 2 * (t_elem_fwd + gap_fwd) +
-                                    adapter.bwd_kernels * k.kernel_gap_s +
-                                                  t_cast_bwd + adapter.bwd_s + t_dequant);
-  double t_recompute = 0, flops_recompute = 0;
-  switch (tr.recompute) {
-    case Recompute::kNone: break;
-    case Recompute::kFull:
-      t_recompute = t_layer_fwd;
-      flops_recompute = flops_lin_fwd + flops_attn_fwd;
-      break;
-    case Recompute::kSelective:
-      if (tr.flash_attention) {  // op-level SAC: half the matmuls and the pointwise ops again
-        t_recompute = 0.5 * t_lin_fwd + t_elem_fwd;
-        flops_recompute = 0.5 * flops_lin_fwd;
-      } else {                   // Korthikanti: the attention core again
-        t_recompute = t_attn_fwd;
-        flops_recompute = flops_attn_fwd;
-      }
-      break;
-  }
-  // C§4 the output layer: forward, input gradient and (unless the base is frozen) weight gradient.
-  const double logits_passes = frozen_base ? 2 : 3;
+  c.t_attn_fwd = layer.attention_fwd_s;
+  c.flops_recompute = layer.recompute_flops;
   // FT§6 offloaded activations move on a side stream behind this micro-batch's forward and backward.
-  const double t_mb_compute =
-      (L * (t_layer_fwd + t_layer_bwd + t_recompute) + logits_passes * t_logits_fwd + t_loss) * k.framework_overhead +
-      ActivationOffloadTime(job, hw, L, L * t_layer_fwd * k.framework_overhead,
-                            L * (t_layer_bwd + t_recompute) * k.framework_overhead);
-  const double t_mb_fwd = (L * t_layer_fwd + t_logits_fwd) * k.framework_overhead;
-  const double t_mb_bwd = t_mb_compute - t_mb_fwd;
+  c.t_mb_compute = (L * (layer.fwd_s + layer.bwd_s + layer.recompute_s) + head_s) * k.framework_overhead +
+                   ActivationOffloadTime(job, hw, L, L * layer.fwd_s * k.framework_overhead,
+                                         L * (layer.bwd_s + layer.recompute_s) * k.framework_overhead);
+  c.t_mb_fwd = (L * layer.fwd_s + head_fwd_s) * k.framework_overhead;
+  c.t_mb_bwd = c.t_mb_compute - c.t_mb_fwd;
   // Every GPU runs its stage's layers; only the last stage's GPUs run the output layer.
   const double num_gpus = static_cast<double>(job.cluster.num_gpus);
   e.hardware_flops_per_step =
-      m * (L * ((1 + bwd_lin) * flops_lin_fwd + (1 + attn_bwd_factor) * flops_attn_fwd + flops_recompute +
-                adapter.fwd_flops + adapter.bwd_flops) * num_gpus +
-           logits_passes * flops_logits_fwd * num_gpus / par.pp);
+      c.m * (L * (layer.fwd_flops + layer.bwd_flops + layer.recompute_flops) * num_gpus +
+             head_flops * num_gpus / job.parallel.pp);
+  e.breakdown.compute_s = c.m * c.t_mb_compute;
+}
 
-  StepBreakdown& b = e.breakdown;
-  b.compute_s = m * t_mb_compute;
-  const GroupPlacement gp = Place(job);
+// ---- N§4 tensor parallel: 2 all-reduces of T x h per layer forward and 2 backward (+2 for a
+// full recompute); with SP the same bytes move as all-gather + reduce-scatter.
+void TensorParallelComm(const Job& job, const HardwareContext& hw, const StepContext& c, StepEstimate& e) {
+  const ParallelSpec& par = job.parallel;
+  const TrainingSpec& tr = job.training;
+  const EfficiencyConstants& k = hw.k;
+  const double T = c.T, h = c.h, ab = c.ab, m = c.m, L = c.L, t = c.t;
+  const GroupPlacement& gp = c.gp;
   CommDetail& cd = e.comm;
+  StepBreakdown& b = e.breakdown;
   cd.tp_crosses_nodes = par.tp > job.cluster.gpus_per_node;
-
-  // ---- N§4 tensor parallel: 2 all-reduces of T x h per layer forward and 2 backward (+2 for a
-  // full recompute); with SP the same bytes move as all-gather + reduce-scatter.
   if (par.tp > 1) {
     const double msg = T * h * ab;
     const double per_layer = (4 + (tr.recompute == Recompute::kFull ? 2 : 0));
@@ -495,7 +437,18 @@ StepEstimate EstimateStep(const Job& job, const HardwareContext& hw) {
     // chunks pipelined with the GEMM's chunks; only the first chunk's transfer is exposed.
     b.tp_comm_s = (k.tp_userbuffers && par.sequence_parallel ? 1 / t : 1 - k.tp_overlap) * cd.tp_s;
   }
-  // ---- N§4 context parallel: ring passing of K and V (cp - 1 steps forward, twice backward).
+}
+
+// ---- N§4 context parallel: ring passing of K and V (cp - 1 steps forward, twice backward).
+void ContextParallelComm(const Job& job, const HardwareContext& hw, const StepContext& c, StepEstimate& e) {
+  const Arch& a = job.arch;
+  const ParallelSpec& par = job.parallel;
+  const EfficiencyConstants& k = hw.k;
+  const double T = c.T, ab = c.ab, m = c.m, L = c.L, t = c.t;
+  const double attn_bwd_factor = c.attn_bwd_factor, t_attn_fwd = c.t_attn_fwd;
+  const GroupPlacement& gp = c.gp;
+  CommDetail& cd = e.comm;
+  StepBreakdown& b = e.breakdown;
   if (par.cp > 1) {
     const double kv_block = 2 * T * a.KvDim() / t * ab;
     const double t_step = CollectiveTime(Collective::kSendRecv, kv_block, par.cp, gp.cp_per_node, hw);
@@ -504,16 +457,35 @@ StepEstimate EstimateStep(const Job& job, const HardwareContext& hw) {
     const double attn_time = m * L * (1 + attn_bwd_factor) * t_attn_fwd;
     b.cp_comm_s = std::max(0.0, cd.cp_s - k.cp_overlap * attn_time);
   }
-  // ---- N§4 pipeline: activations T x h (/t with SP) each way per micro-batch and virtual stage.
-  // P§4 placed as Megatron-LM places ranks: a boundary whose neighbours sit on different nodes
-  // goes over the node's NICs, shared by every rank of the node that sends across; the pipeline is
-  // paced by its slowest hop. The next micro-batch's compute hides pp_comm_overlap of it, but
-  // never more than that share of the compute there is.
+}
+
+// ---- N§4 pipeline: activations T x h (/t with SP) each way per micro-batch and virtual stage.
+// P§4 placed as Megatron-LM places ranks: a boundary whose neighbours sit on different nodes
+// goes over the node's NICs, shared by every rank of the node that sends across; the pipeline is
+// paced by its slowest hop. The next micro-batch's compute hides pp_comm_overlap of it, but
+// never more than that share of the compute there is.
+void PipelineComm(const Job& job, const HardwareContext& hw, const StepContext& c, StepEstimate& e) {
+  const ParallelSpec& par = job.parallel;
+  const EfficiencyConstants& k = hw.k;
+  const double T = c.T, h = c.h, ab = c.ab, m = c.m, rep = c.rep;
+  CommDetail& cd = e.comm;
+  StepBreakdown& b = e.breakdown;
   if (par.pp > 1) {
     PipelineP2P(par, job.cluster.gpus_per_node, T * h * ab / rep, m, hw, cd);
     b.pp_comm_s = cd.pp_s - k.pp_overlap * std::min(cd.pp_s, b.compute_s);
   }
-  // ---- N§4 expert parallel: dispatch + combine all-to-all, forward and backward.
+}
+
+// ---- N§4 expert parallel: dispatch + combine all-to-all, forward and backward.
+void ExpertParallelComm(const Job& job, const HardwareContext& hw, const StepContext& c, StepEstimate& e) {
+  const Arch& a = job.arch;
+  const ParallelSpec& par = job.parallel;
+  const double T = c.T, h = c.h, ab = c.ab, m = c.m, L = c.L;
+  const bool moe = c.moe;
+  const double moe_frac = c.moe_frac;
+  const GroupPlacement& gp = c.gp;
+  CommDetail& cd = e.comm;
+  StepBreakdown& b = e.breakdown;
   if (moe && par.ep > 1) {
     const double msg = T * a.experts_per_token * h * ab;
     const double t_one = CollectiveTime(Collective::kAllToAll, msg, par.ep, gp.ep_per_node, hw);
@@ -522,13 +494,41 @@ StepEstimate EstimateStep(const Job& job, const HardwareContext& hw) {
     cd.ep_s = m * moe_layers * 4 * t_one;
     b.ep_comm_s = cd.ep_s;
   }
-  // ---- N§4 data parallel / ZeRO / FSDP over dp x cp.
-  const int64_t dpn = par.dp * par.cp;
-  const ParamCounts pc = CountParams(a);
-  const bool lora = IsAdapterMethod(tr.method);
-  const double params_local = static_cast<double>(pc.total) / (t * par.pp);
-  const double trainable_local = lora ? static_cast<double>(CountLoraParams(a, tr.lora)) / (t * par.pp) : params_local;
-  const double gbytes = GradBytesPerParam(job), wbytes = WeightBytesPerParam(job);
+}
+
+// The parameters this GPU holds and updates, and their bytes (N§4 data parallel, C§5 optimizer).
+struct ParamShard {
+  int64_t dpn = 1;  // data-parallel x context-parallel ranks that share gradients
+  bool lora = false;
+  double params_local = 0, trainable_local = 0, gbytes = 0, wbytes = 0;
+};
+
+ParamShard Shard(const Job& job) {
+  const ParallelSpec& par = job.parallel;
+  const double t = static_cast<double>(par.tp);
+  ParamShard sh;
+  sh.dpn = par.dp * par.cp;
+  const ParamCounts pc = CountParams(job.arch);
+  sh.lora = IsAdapterMethod(job.training.method);
+  sh.params_local = static_cast<double>(pc.total) / (t * par.pp);
+  sh.trainable_local =
+      sh.lora ? static_cast<double>(CountLoraParams(job.arch, job.training.lora)) / (t * par.pp) : sh.params_local;
+  sh.gbytes = GradBytesPerParam(job), sh.wbytes = WeightBytesPerParam(job);
+  return sh;
+}
+
+// ---- N§4 data parallel / ZeRO / FSDP over dp x cp.
+void DataParallelComm(const Job& job, const HardwareContext& hw, const StepContext& c, const ParamShard& sh,
+                      StepEstimate& e) {
+  const ParallelSpec& par = job.parallel;
+  const EfficiencyConstants& k = hw.k;
+  const double m = c.m, t_mb_fwd = c.t_mb_fwd, t_mb_bwd = c.t_mb_bwd;
+  const int64_t dpn = sh.dpn;
+  const bool lora = sh.lora;
+  const double params_local = sh.params_local, trainable_local = sh.trainable_local, gbytes = sh.gbytes,
+               wbytes = sh.wbytes;
+  CommDetail& cd = e.comm;
+  StepBreakdown& b = e.breakdown;
   if (dpn > 1) {
     const int64_t dp_per_node = std::min<int64_t>(dpn, std::max<int64_t>(1, job.cluster.gpus_per_node / par.tp));
     cd.dp_crosses_nodes = dp_per_node < dpn;
@@ -568,11 +568,22 @@ StepEstimate EstimateStep(const Job& job, const HardwareContext& hw) {
   // F§5 NCCL kernels that overlap compute occupy SMs and HBM: the hidden share of the DP traffic
   // still costs nccl_overlap_slowdown of its duration (counted with the DP traffic it comes from).
   b.dp_comm_s += k.nccl_overlap_slowdown * std::max(0.0, cd.dp_s - b.dp_comm_s);
+}
+
+// ---- P§1 bubble, C§5 optimizer step and F§7/F§9 the framework's fixed and per-module host work.
+void BubbleOptimizerOverhead(const Job& job, const HardwareContext& hw, const StepContext& c, const ParamShard& sh,
+                             StepEstimate& e) {
+  const Arch& a = job.arch;
+  const TrainingSpec& tr = job.training;
+  const ParallelSpec& par = job.parallel;
+  const EfficiencyConstants& k = hw.k;
+  const double m = c.m, L = c.L;
+  StepBreakdown& b = e.breakdown;
   // ---- P§1 bubble: (p - 1) / v micro-batch times (Narayanan et al. 2021 §2.2).
-  if (par.pp > 1) b.bubble_s = static_cast<double>(par.pp - 1) / par.vpp * t_mb_compute;
+  if (par.pp > 1) b.bubble_s = static_cast<double>(par.pp - 1) / par.vpp * c.t_mb_compute;
   // ---- C§5 optimizer step: memory-bound pass over the local (sharded) trainable parameters.
-  const double opt_params = trainable_local / (par.zero >= 1 ? static_cast<double>(dpn) : 1.0);
-  b.optimizer_s = OptimizerStepTime(job, hw, opt_params, gbytes, wbytes);
+  const double opt_params = sh.trainable_local / (par.zero >= 1 ? static_cast<double>(sh.dpn) : 1.0);
+  b.optimizer_s = OptimizerStepTime(job, hw, opt_params, sh.gbytes, sh.wbytes);
   b.overhead_s = k.step_fixed_s;
   // F§9 DeepSpeed ZeRO-3's parameter hooks run on the host for every module in every pass (forward,
   // recompute, backward) of every micro-batch, one GPU or many: serial host time the GPU waits on.
@@ -581,41 +592,76 @@ StepEstimate EstimateStep(const Job& job, const HardwareContext& hw) {
     const double passes = tr.recompute == Recompute::kFull ? 3 : 2;
     b.overhead_s += m * modules * passes * k.zero3_hook_s;
   }
+}
+
+// Storage bandwidth the job's nodes read or write at (per-node tiers and local NVMe scale with nodes).
+double StorageBandwidth(const Job& job, const StorageSpec& st, double bytes_per_s) {
+  const double nodes = std::ceil(static_cast<double>(job.cluster.num_gpus) / job.cluster.gpus_per_node);
+  return bytes_per_s * (st.throughput_scope == "per-node" || st.tier == "local-nvme" ? nodes : 1.0);
+}
+
+// ---- I§1 data loading and I§2 checkpoint stalls, against the step before them (`pre_io`).
+void IoStalls(const Job& job, const HardwareContext& hw, const StepContext& c, const ParamShard& sh, StepEstimate& e) {
+  const TrainingSpec& tr = job.training;
+  const bool lora = sh.lora;
+  StepBreakdown& b = e.breakdown;
   const double pre_io = b.Total();
   // ---- I§1 data loading: the step's tokens read from storage, overlapped with the step.
-  const double nodes = std::ceil(static_cast<double>(job.cluster.num_gpus) / job.cluster.gpus_per_node);
-  e.tokens_per_step = static_cast<double>(tr.global_batch) * s;
+  e.tokens_per_step = static_cast<double>(tr.global_batch) * c.s;
   if (hw.storage && hw.storage->read_bytes_per_s) {
-    const double bw = *hw.storage->read_bytes_per_s * (hw.storage->throughput_scope == "per-node" || hw.storage->tier == "local-nvme" ? nodes : 1.0);
+    const double bw = StorageBandwidth(job, *hw.storage, *hw.storage->read_bytes_per_s);
     const double t_read = e.tokens_per_step * tr.data_bytes_per_token / bw;
     b.data_s = std::max(0.0, t_read - pre_io);
   }
   // ---- I§2 checkpoints: size, write time on the storage tier, stall amortized per step.
-  const double ckpt_per_param = tr.checkpoint_full_state && !lora ? wbytes + OptimizerBytesPerParam(job) : wbytes;
-  e.checkpoint_bytes = lora ? static_cast<double>(CountLoraParams(a, tr.lora)) * 16 : static_cast<double>(pc.total) * ckpt_per_param;
+  const double ckpt_per_param = tr.checkpoint_full_state && !lora ? sh.wbytes + OptimizerBytesPerParam(job) : sh.wbytes;
+  e.checkpoint_bytes = lora ? static_cast<double>(CountLoraParams(job.arch, tr.lora)) * 16
+                            : static_cast<double>(CountParams(job.arch).total) * ckpt_per_param;
   if (hw.storage && hw.storage->write_bytes_per_s) {
-    const double bw = *hw.storage->write_bytes_per_s * (hw.storage->throughput_scope == "per-node" || hw.storage->tier == "local-nvme" ? nodes : 1.0);
+    const double bw = StorageBandwidth(job, *hw.storage, *hw.storage->write_bytes_per_s);
     e.checkpoint_write_s = e.checkpoint_bytes / bw;
     // Async: only the device-to-host copy of this GPU's shard stalls training.
     const double stall = tr.checkpoint_async ? e.checkpoint_bytes / job.cluster.num_gpus / hw.host_bytes_per_s : e.checkpoint_write_s;
     const double steps_between = tr.checkpoint_interval_min * 60 / pre_io;
     b.checkpoint_s = stall / std::max(1.0, steps_between);
   }
-  e.step_time_s = b.Total();
+}
+
+// C§1 / C§6 throughput, MFU, HFU and time to train from the step.
+void StepMetrics(const Job& job, const StepContext& c, StepEstimate& e) {
+  const TrainingSpec& tr = job.training;
+  e.step_time_s = e.breakdown.Total();
   const double gpus = static_cast<double>(job.cluster.num_gpus);
   e.tokens_per_s = e.tokens_per_step / e.step_time_s;
   e.tokens_per_s_per_gpu = e.tokens_per_s / gpus;
-  e.useful_tokens_per_s_per_gpu = e.tokens_per_s_per_gpu * UsefulTokensPerSequence(tr) / s;
-  e.model_flops_per_token = ModelFlopsPerToken(a, tr.seq_len, lora);
-  e.mfu = e.tokens_per_s_per_gpu * e.model_flops_per_token / peak_mm;
+  e.useful_tokens_per_s_per_gpu = e.tokens_per_s_per_gpu * UsefulTokensPerSequence(tr) / c.s;
+  e.model_flops_per_token = ModelFlopsPerToken(job.arch, tr.seq_len, IsAdapterMethod(tr.method));
+  e.mfu = e.tokens_per_s_per_gpu * e.model_flops_per_token / c.peak_mm;
   // HFU: the model FLOPs plus what recompute executes again (Korthikanti et al. 2022 §5).
-  e.recompute_flops_per_step = m * L * flops_recompute * gpus;
-  e.hfu = e.mfu + e.recompute_flops_per_step / e.step_time_s / gpus / peak_mm;
+  e.recompute_flops_per_step = c.m * c.L * c.flops_recompute * gpus;
+  e.hfu = e.mfu + e.recompute_flops_per_step / e.step_time_s / gpus / c.peak_mm;
   e.model_tflops_per_gpu = e.tokens_per_s_per_gpu * e.model_flops_per_token / 1e12;
   if (tr.tokens > 0) {
     e.time_to_train_s = tr.tokens / e.tokens_per_s;
     e.gpu_hours = e.time_to_train_s * gpus / 3600;
   }
+}
+
+}  // namespace
+
+StepEstimate EstimateStep(const Job& job, const HardwareContext& hw) {
+  StepEstimate e;
+  StepContext c = MakeStepContext(job, hw, e);
+  ComputeMicroBatch(job, hw, c, e);
+  TensorParallelComm(job, hw, c, e);
+  ContextParallelComm(job, hw, c, e);
+  PipelineComm(job, hw, c, e);
+  ExpertParallelComm(job, hw, c, e);
+  const ParamShard sh = Shard(job);
+  DataParallelComm(job, hw, c, sh, e);
+  BubbleOptimizerOverhead(job, hw, c, sh, e);
+  IoStalls(job, hw, c, sh, e);
+  StepMetrics(job, c, e);
   return e;
 }
 
@@ -699,30 +745,42 @@ std::optional<WhatIf> Rerun(const Job& job, const Catalog* catalog, const Hardwa
   return w;
 }
 
-// What-ifs worth naming for the largest part: each applies to the job as it is, and is kept only
-// if it fits in memory and cuts the step by at least 5%.
-std::vector<WhatIf> Candidates(const std::string& top, const Job& job, const Catalog* catalog,
-                               const HardwareContext& hw, const StepEstimate& e) {
-  using Changes = std::vector<std::pair<std::string, std::string>>;
-  struct Try { int group; Changes changes; };  // within a group, a later try must beat the earlier
+using Changes = std::vector<std::pair<std::string, std::string>>;
+struct Try { int group; Changes changes; };  // within a group, a later try must beat the earlier
+
+// RDMA on an RDMA fabric with GPUDirect off, else the NDR InfiniBand row, for traffic that
+// crosses nodes without it.
+void TryRdma(bool crosses, const Job& job, const Catalog* catalog, const HardwareContext& hw, std::vector<Try>& tries) {
+  if (crosses && !hw.rdma && catalog != nullptr) {
+    const bool rdma_fabric = hw.inter.kind == "infiniband" || hw.inter.kind == "roce" || hw.inter.kind == "efa";
+    if (rdma_fabric && !job.cluster.gpudirect_rdma) {
+      tries.push_back({0, {{"cluster.gpudirect_rdma", "true"}}});
+    } else if (catalog->FindLink("ib-ndr").ok()) {
+      Changes c = {{"cluster.network", "ib-ndr"}};
+      if (!job.cluster.gpudirect_rdma) c.push_back({"cluster.gpudirect_rdma", "true"});
+      tries.push_back({0, c});
+    }
+  }
+}
+
+// tp inside a node when it crosses nodes, else half of it (dp takes the rest); empty when none.
+Changes SmallerTp(const Job& job, const StepEstimate& e) {
+  const ParallelSpec& p = job.parallel;
+  const int64_t tp = e.comm.tp_crosses_nodes ? job.cluster.gpus_per_node : p.tp / 2;
+  if (p.tp <= 1 || tp < 1 || p.tp % tp != 0) return {};
+  Changes c = {{"parallel.tp", std::to_string(tp)}, {"parallel.dp", std::to_string(p.dp * (p.tp / tp))},
+               {"cluster.num_gpus", std::to_string(job.cluster.num_gpus)}};
+  if (tp == 1 && p.sequence_parallel) c.push_back({"parallel.sequence_parallel", "false"});
+  return c;
+}
+
+// The changes worth trying for the largest part, each applying to the job as it is.
+std::vector<Try> Tries(const std::string& top, const Job& job, const Catalog* catalog, const HardwareContext& hw,
+                       const StepEstimate& e) {
   std::vector<Try> tries;
   const ParallelSpec& p = job.parallel;
   const TrainingSpec& t = job.training;
-  const std::string n = std::to_string(job.cluster.num_gpus);
-  // RDMA on an RDMA fabric with GPUDirect off, else the NDR InfiniBand row, for traffic that
-  // crosses nodes without it.
-  auto try_rdma = [&](bool crosses) {
-    if (crosses && !hw.rdma && catalog != nullptr) {
-      const bool rdma_fabric = hw.inter.kind == "infiniband" || hw.inter.kind == "roce" || hw.inter.kind == "efa";
-      if (rdma_fabric && !job.cluster.gpudirect_rdma) {
-        tries.push_back({0, {{"cluster.gpudirect_rdma", "true"}}});
-      } else if (catalog->FindLink("ib-ndr").ok()) {
-        Changes c = {{"cluster.network", "ib-ndr"}};
-        if (!job.cluster.gpudirect_rdma) c.push_back({"cluster.gpudirect_rdma", "true"});
-        tries.push_back({0, c});
-      }
-    }
-  };
+  auto try_rdma = [&](bool crosses) { TryRdma(crosses, job, catalog, hw, tries); };
   if (top == "dp") {
     try_rdma(e.comm.dp_crosses_nodes);
     if (p.zero == 3) tries.push_back({1, {{"parallel.zero", "2"}}});
@@ -735,24 +793,13 @@ std::vector<WhatIf> Candidates(const std::string& top, const Job& job, const Cat
     try_rdma(inter);
     if (p.zero == 3) tries.push_back({1, {{"parallel.zero", "2"}}});
     if (p.zero >= 2) tries.push_back({1, {{"parallel.zero", "1"}}});
-    // tp inside a node when it crosses nodes, else half of it (dp takes the rest).
-    const int64_t tp = e.comm.tp_crosses_nodes ? job.cluster.gpus_per_node : p.tp / 2;
-    if (p.tp > 1 && tp >= 1 && p.tp % tp == 0) {
-      Changes c = {{"parallel.tp", std::to_string(tp)}, {"parallel.dp", std::to_string(p.dp * (p.tp / tp))}, {"cluster.num_gpus", n}};
-      if (tp == 1 && p.sequence_parallel) c.push_back({"parallel.sequence_parallel", "false"});
-      tries.push_back({2, c});
-    }
+    if (Changes c = SmallerTp(job, e); !c.empty()) tries.push_back({2, c});
     if (t.global_batch % (2 * t.micro_batch * p.dp) == 0)
       tries.push_back({3, {{"training.micro_batch", std::to_string(2 * t.micro_batch)}}});
     if (inter && hw.nics_per_node < static_cast<double>(job.cluster.gpus_per_node))
       tries.push_back({4, {{"cluster.nics_per_node", std::to_string(job.cluster.gpus_per_node)}}});
   } else if (top == "tp" && p.tp > 1) {
-    const int64_t tp = e.comm.tp_crosses_nodes ? job.cluster.gpus_per_node : p.tp / 2;
-    if (tp >= 1 && p.tp % tp == 0) {
-      Changes c = {{"parallel.tp", std::to_string(tp)}, {"parallel.dp", std::to_string(p.dp * (p.tp / tp))}, {"cluster.num_gpus", n}};
-      if (tp == 1 && p.sequence_parallel) c.push_back({"parallel.sequence_parallel", "false"});
-      tries.push_back({0, c});
-    }
+    if (Changes c = SmallerTp(job, e); !c.empty()) tries.push_back({0, c});
   } else if (top == "bubble") {
     tries.push_back({0, {{"parallel.vpp", std::to_string(2 * p.vpp)}}});
     if (t.micro_batch > 1 && t.micro_batch % 2 == 0)
@@ -767,6 +814,14 @@ std::vector<WhatIf> Candidates(const std::string& top, const Job& job, const Cat
     if (!t.checkpoint_async) tries.push_back({0, {{"training.checkpoint_async", "true"}}});
     tries.push_back({0, {{"training.checkpoint_interval_min", ShortNumber(4 * t.checkpoint_interval_min)}}});
   }
+  return tries;
+}
+
+// What-ifs worth naming for the largest part: each applies to the job as it is, and is kept only
+// if it fits in memory and cuts the step by at least 5%.
+std::vector<WhatIf> Candidates(const std::string& top, const Job& job, const Catalog* catalog,
+                               const HardwareContext& hw, const StepEstimate& e) {
+  std::vector<Try> tries = Tries(top, job, catalog, hw, e);
   // A job that fits is only offered changes that still fit; one that does not fit is told the
   // times anyway (with "does not fit").
   const bool base_fits = EstimateMemory(job, hw.cal).total_bytes <= hw.gpu.memory_bytes;
@@ -782,6 +837,24 @@ std::vector<WhatIf> Candidates(const std::string& top, const Job& job, const Cat
   }
   return out;
 }
+
+// N§8 the sentence for exposed communication at or above comm_share_max of the step.
+std::string CommSentence(const std::vector<CommPart>& comm, double comm_share, double comm_max, const StepEstimate& e) {
+  std::string split;
+  for (const auto& c : comm) {
+    const double pct = 100 * c.exposed_s / e.step_time_s;
+    split += (split.empty() ? "" : ", ") + c.part + " " + (pct < 1 ? std::string("<1") : ShortNumber(std::round(pct))) + "%";
+  }
+  char buf[640];
+  std::snprintf(buf, sizeof buf,
+                "communication limits this job: exposed communication is %.0f%% of the %.3g s step (%s; the limit "
+                "used is %.0f%%), the largest %s over %s; MFU %.0f%%",
+                100 * comm_share, e.step_time_s, split.c_str(), 100 * comm_max, comm[0].what.c_str(), comm[0].link.c_str(),
+                100 * e.mfu);
+  return buf;
+}
+
+void AppendWhatIfs(const std::string& top_name, BottleneckReport& r);
 
 }  // namespace
 
@@ -804,16 +877,7 @@ BottleneckReport AnalyzeBottleneck(const Job& job, const Catalog* catalog, const
   const double comm_share = comm_s / e.step_time_s, comm_max = hw.cal.Get("comm_share_max");
   std::string top_name = comm_share >= comm_max ? "comm" : top->name;
   if (top_name == "comm") {
-    std::string split;
-    for (const auto& c : comm) {
-      const double pct = 100 * c.exposed_s / e.step_time_s;
-      split += (split.empty() ? "" : ", ") + c.part + " " + (pct < 1 ? std::string("<1") : ShortNumber(std::round(pct))) + "%";
-    }
-    std::snprintf(buf, sizeof buf,
-                  "communication limits this job: exposed communication is %.0f%% of the %.3g s step (%s; the limit "
-                  "used is %.0f%%), the largest %s over %s; MFU %.0f%%",
-                  100 * comm_share, e.step_time_s, split.c_str(), 100 * comm_max, comm[0].what.c_str(), comm[0].link.c_str(),
-                  100 * e.mfu);
+    std::snprintf(buf, sizeof buf, "%s", CommSentence(comm, comm_share, comm_max, e).c_str());
   } else if (top_name == "compute" && share < 50) {
     // Largest, but not most of the step: name what else there is rather than say "compute-bound".
     const Part* second = nullptr;
@@ -851,7 +915,13 @@ BottleneckReport AnalyzeBottleneck(const Job& job, const Catalog* catalog, const
                   top->s, e.step_time_s);
   }
   BottleneckReport r{buf, top_name == "compute" ? std::vector<WhatIf>{} : Candidates(top_name, job, catalog, hw, e)};
-  // Every number claimed is a re-estimate of the job with that change (WhatIf).
+  AppendWhatIfs(top_name, r);
+  return r;
+}
+
+namespace {
+// Every number claimed is a re-estimate of the job with that change (WhatIf).
+void AppendWhatIfs(const std::string& top_name, BottleneckReport& r) {
   for (size_t i = 0; i < r.what_ifs.size(); ++i) {
     const WhatIf& w = r.what_ifs[i];
     r.sentence += (i == 0 ? ": " : "; ") + w.flags + " would cut the step to " + ShortNumber(w.step_time_s) + " s (" +
@@ -867,8 +937,8 @@ BottleneckReport AnalyzeBottleneck(const Job& job, const Catalog* catalog, const
                                                                     : top_name == "checkpoint" ? "async or rarer checkpoints"
                                                                                                : "none for this part") +
                   ") cuts the step by 5% and fits";
-  return r;
 }
+}  // namespace
 
 std::string Bottleneck(const Job& job, const HardwareContext& hw, const StepEstimate& e) {
   return AnalyzeBottleneck(job, nullptr, hw, e).sentence;

@@ -5,17 +5,15 @@
 #include <cmath>
 
 #include "gpuplan/memory.h"
+#include "gpuplan/ops.h"
 
 namespace gpuplan {
 
 namespace {
 
-// C§2 the same GEMM time as EstimateStep's: eff_max x d/(d + d_half) on the narrowest
-// dimension, plus the fixed time per GEMM.
+// C§2 the same GEMM time as the layer's other ops (ops.h GemmTime).
 inline double Gemm(double m, double n, double k, double peak, const EfficiencyConstants& c) {
-  const double d = std::min({m, n, k});
-  const double eff = c.matmul_eff_max * d / (d + c.matmul_dim_half);
-  return 2 * m * n * k / (peak * eff) + c.matmul_fixed_s;
+  return GemmTime(m, n, k, peak, c);
 }
 
 // Adapters and dequantized weights run in 16 bits even in fp8 recipes (PEFT keeps LoRA layers

@@ -41,6 +41,13 @@ struct EfficiencyConstants {
   double e_scores = 0;              // F§4 elements moved per attention score on that path
   double fp8_cast_bytes = 0;        // F§6 extra bytes per fp8-quantized element
   double clock_factor = 1;          // H§1 sustained clock / the clock the catalog peaks assume
+  // N§9 DeepSpeed ZeRO-3 parameter gathers (flat ring per module, one NIC port per rank across
+  // nodes) instead of N§4's FSDP gathers, and the share of a pass's compute that hides them.
+  bool zero3_flat_gathers = false;
+  double zero3_gather_overlap = 0;
+  double fp8_standalone_cast_bytes = 0;  // F§6 bytes per element of a standalone cast(-transpose)
+  bool pp_scatter_gather = false;   // P§4 pipeline sends split 1/tp per rank without SP (all-gather after)
+  bool fp8_fused_producers = false; // F§6 norm / activation kernels emit fp8 (Transformer Engine)
 };
 
 // The hardware a job runs on, resolved from the catalog (defaults by GPU, printed by the CLI).

@@ -18,7 +18,8 @@ enum class Precision { kFp32, kFp16, kBf16, kFp8 };
 enum class Optimizer { kAdamW, kAdamW8bit, kPagedAdamW8bit, kAdafactor, kSgd };
 // The training framework: what differs between them (fused kernels, overlap, loss, per-step
 // overheads) is data (data/frameworks.csv), keyed by this name (docs/model/frameworks.md).
-enum class Framework { kGeneric, kMegatron, kNemo, kTorchtitan, kTorchtune, kFsdp, kDeepspeed, kLlmFoundry, kHfTrainer, kUnsloth };
+enum class Framework { kGeneric, kMegatron, kNemo, kTorchtitan, kTorchtune, kFsdp, kDeepspeed, kLlmFoundry, kHfTrainer, kUnsloth,
+                       kMegatronBridge };
 // fp32: mixed precision with an fp32 master copy; none: parameters and optimizer states in the
 // compute dtype (torchtune's single-device bf16 recipes).
 enum class MasterWeights { kFp32, kNone };
@@ -74,6 +75,9 @@ struct TrainingSpec {
   // Fused kernels the model code adds on top of the framework's (Liger kernels, flash-attn's fused
   // RMSNorm/rotary in a model's own code): a set of kFused* bits. Default: none beyond the framework's.
   int fused_ops = 0;
+  // F§5 TP-communication overlap (Transformer Engine userbuffers, with sequence parallel): -1 = the
+  // framework's default (framework.<name>.tp_comm_overlap, data/frameworks.csv), 0 off, 1 on.
+  int tp_comm_overlap = -1;               // Default: -1 (the framework's).
 };
 constexpr int kFusedNorm = 1, kFusedRope = 2, kFusedAct = 4, kFusedLoss = 8;
 

@@ -312,7 +312,7 @@ const std::vector<KeyEntry>& Entries() {
     add("training.checkpoint_interval_min", "checkpoint-interval-min", "minutes between checkpoints (default 60)", Real([](Job& j) -> double& { return j.training.checkpoint_interval_min; }, [](double v) { return !(v <= 0 || v > 1e6); }, "must be in (0, 1e6] minutes"));
     add("training.checkpoint_async", "checkpoint-async", "write checkpoints in the background (default false)", Bool([](Job& j) -> bool& { return j.training.checkpoint_async; }));
     add("training.checkpoint_full_state", "checkpoint-full-state", "checkpoints include optimizer state (default true)", Bool([](Job& j) -> bool& { return j.training.checkpoint_full_state; }));
-    add("training.framework", "framework", "megatron|nemo|torchtitan|torchtune|fsdp|deepspeed|llm-foundry|hf-trainer|unsloth|generic (default generic)", [](Job& j, const std::string& s, const Location& w) -> Status {
+    add("training.framework", "framework", "megatron|megatron-bridge|nemo|torchtitan|torchtune|fsdp|deepspeed|llm-foundry|hf-trainer|unsloth|generic (default generic)", [](Job& j, const std::string& s, const Location& w) -> Status {
       auto v = ParseFramework(s);
       if (!v) {
         std::string all;
@@ -320,6 +320,16 @@ const std::vector<KeyEntry>& Entries() {
         return Bad(w, "unknown framework '" + s + "' (expected " + all + ")");
       }
       j.training.framework = *v;
+      return Status::Ok();
+    });
+    add("training.tp_comm_overlap", "tp-comm-overlap", "auto|true|false: TP collectives overlapped with the GEMMs (TE userbuffers, needs sequence parallel; default auto = the framework's)", [](Job& j, const std::string& s, const Location& w) -> Status {
+      if (s == "auto") {
+        j.training.tp_comm_overlap = -1;
+        return Status::Ok();
+      }
+      auto v = ParseBool(s, w);
+      if (!v.ok()) return Bad(w, "expected auto, true or false, got '" + s + "'");
+      j.training.tp_comm_overlap = *v ? 1 : 0;
       return Status::Ok();
     });
     add("training.compile", "compile", "torch.compile on the model (default false)", Bool([](Job& j) -> bool& { return j.training.compile; }));
@@ -889,7 +899,8 @@ std::string ToString(Method m) {
 }
 const std::vector<std::string>& FrameworkNames() {
   static const std::vector<std::string> names = {"generic", "megatron", "nemo", "torchtitan", "torchtune",
-                                                 "fsdp", "deepspeed", "llm-foundry", "hf-trainer", "unsloth"};
+                                                 "fsdp", "deepspeed", "llm-foundry", "hf-trainer", "unsloth",
+                                                 "megatron-bridge"};
   return names;
 }
 std::string ToString(Framework f) { return FrameworkNames()[static_cast<size_t>(f)]; }

@@ -135,6 +135,7 @@ void TrainingKeys(const Job& job, std::map<std::string, std::string>& out) {
   put("training.checkpoint_full_state", t.checkpoint_full_state != d.checkpoint_full_state, Bool(t.checkpoint_full_state));
   put("training.framework", t.framework != d.framework, ToString(t.framework));
   put("training.compile", t.compile != d.compile, Bool(t.compile));
+  if (t.tp_comm_overlap >= 0) out["training.tp_comm_overlap"] = Bool(t.tp_comm_overlap == 1);
   put("training.master_weights", t.master_weights != d.master_weights, ToString(t.master_weights));
   put("training.optimizer_in_backward", t.optimizer_in_backward != d.optimizer_in_backward, Bool(t.optimizer_in_backward));
   put("training.activation_offload", t.activation_offload != d.activation_offload, Bool(t.activation_offload));

@@ -154,8 +154,9 @@ Framework DetectFramework(const std::string& source, const std::map<std::string,
   if (in("llm-foundry") || in("composer")) return Framework::kLlmFoundry;
   // NeMo AutoModel runs Hugging Face models on PyTorch FSDP2 (not Megatron-Core).
   if (in("automodel") || in("auto model")) return Framework::kFsdp;
-  if (in("nemo") && !in("megatron-bridge")) return Framework::kNemo;
-  if (in("megatron")) return Framework::kMegatron;  // Megatron-LM, Megatron-Core, Megatron-Bridge, Megatron-DeepSpeed
+  if (in("megatron-bridge") || in("megatron bridge")) return Framework::kMegatronBridge;
+  if (in("nemo")) return Framework::kNemo;
+  if (in("megatron")) return Framework::kMegatron;  // Megatron-LM, Megatron-Core, Megatron-DeepSpeed
   if (in("hf trainer") || in("sfttrainer") || in("axolotl") || in("llama-factory") || in("trainer")) return Framework::kHfTrainer;
   if (in("deepspeed")) return Framework::kDeepspeed;
   if (in("fsdp")) return Framework::kFsdp;

@@ -5,6 +5,7 @@
 #include "gpuplan/finetune.h"
 #include "gpuplan/job_keys.h"
 #include "gpuplan/ops.h"
+#include "mechanisms.h"
 
 #include <algorithm>
 #include <cmath>
@@ -95,7 +96,10 @@ void ResolveFramework(const TrainingSpec& tr, const GpuSpec& g, const Calibratio
   const std::string dp_key = "framework." + fw + ".dp_overlap";
   k.dp_overlap = cal.Has(dp_key) ? cal.Get(dp_key) : cal.Get("dp_comm_overlap");
   k.nccl_overlap_slowdown = cal.Get("nccl_overlap_slowdown");
-  k.tp_userbuffers = FwOr(cal, fw, "tp_comm_overlap") > 0.5;
+  // training.tp_comm_overlap (auto: the framework's default, data/frameworks.csv).
+  k.tp_userbuffers = tr.tp_comm_overlap >= 0 ? tr.tp_comm_overlap == 1 : FwOr(cal, fw, "tp_comm_overlap") > 0.5;
+  // P§4 Megatron-LM's scatter-gather of pipeline sends without sequence parallelism.
+  k.pp_scatter_gather = FwOr(cal, fw, "pp_scatter_gather") > 0.5;
   k.fused_softmax = FwOr(cal, fw, "fused_softmax") > 0.5;
   k.e_scores = cal.Get("elementwise.attention_scores_fused");
   // F§6 fp8: extra bytes per quantized element for the recipe (fused casts when compiled).
@@ -103,12 +107,20 @@ void ResolveFramework(const TrainingSpec& tr, const GpuSpec& g, const Calibratio
     const std::string r = ToString(tr.fp8_recipe);
     const std::string which = tr.compile || FwOr(cal, fw, "fused_fp8_cast") > 0.5 ? "fused" : "eager";
     k.fp8_cast_bytes = cal.Get("fp8_cast_bytes." + r + "." + which);
+    // Transformer Engine (fused_fp8_cast, not compiled): only the norm / activation producers are
+    // fused; the other casts are standalone cast-transposes (fp8_cast_bytes.<recipe>.standalone).
+    k.fp8_fused_producers = !tr.compile && FwOr(cal, fw, "fused_fp8_cast") > 0.5 &&
+                            cal.Has("fp8_cast_bytes." + r + ".standalone");
+    if (k.fp8_fused_producers) k.fp8_standalone_cast_bytes = cal.Get("fp8_cast_bytes." + r + ".standalone");
   }
   // F§7 fixed per-step work (logging, callbacks, loss sync) of the framework's loop.
   k.step_fixed_s = FwOr(cal, fw, "step_fixed_s");
   // F§9 ZeRO-3 as DeepSpeed runs it: per-module pre/post hooks that fetch and release parameters,
   // each a run of host ops at the host dispatch cost (F§2's cpu_op_s; none under CUDA graphs).
   k.zero3_hook_s = FwOr(cal, fw, "zero3_host_ops_per_module") * k.cpu_op_s;
+  // N§9 DeepSpeed's parameter gathers: a flat ring per module, and the share of compute hiding them.
+  k.zero3_flat_gathers = FwOr(cal, fw, "zero3_flat_gathers") > 0.5;
+  if (k.zero3_flat_gathers) k.zero3_gather_overlap = FwOr(cal, fw, "zero3_gather_overlap");
 }
 
 EfficiencyConstants ResolveConstants(const GpuSpec& g, const LinkSpec& intra, const LinkSpec& inter, Precision p,
@@ -435,7 +447,8 @@ void TensorParallelComm(const Job& job, const HardwareContext& hw, const StepCon
     cd.tp_s = m * L * per_layer * t_one;
     // F§5 TE userbuffers (sequence parallel): each all-gather / reduce-scatter is split into tp
     // chunks pipelined with the GEMM's chunks; only the first chunk's transfer is exposed.
-    b.tp_comm_s = (k.tp_userbuffers && par.sequence_parallel ? 1 / t : 1 - k.tp_overlap) * cd.tp_s;
+    // [mech] training.tp_comm_overlap / the framework's default, F§5 (mechanisms.cc).
+    b.tp_comm_s = TpExposedShare(k, par.sequence_parallel, t) * cd.tp_s;
   }
 }
 
@@ -467,11 +480,15 @@ void ContextParallelComm(const Job& job, const HardwareContext& hw, const StepCo
 void PipelineComm(const Job& job, const HardwareContext& hw, const StepContext& c, StepEstimate& e) {
   const ParallelSpec& par = job.parallel;
   const EfficiencyConstants& k = hw.k;
-  const double T = c.T, h = c.h, ab = c.ab, m = c.m, rep = c.rep;
+  const double T = c.T, h = c.h, ab = c.ab, m = c.m;
+  const GroupPlacement& gp = c.gp;
   CommDetail& cd = e.comm;
   StepBreakdown& b = e.breakdown;
   if (par.pp > 1) {
-    PipelineP2P(par, job.cluster.gpus_per_node, T * h * ab / rep, m, hw, cd);
+    // [mech] P§4 Megatron-LM scatters a send 1/tp per rank without SP and the receiver all-gathers
+    // it over the tp group (mechanisms.cc).
+    PipelineP2P(par, job.cluster.gpus_per_node, PipelineSendBytes(k, par, T * h * ab), m, hw, cd);
+    cd.pp_s += PipelineGatherTime(k, par, gp.tp_per_node, T * h * ab, m, hw);
     b.pp_comm_s = cd.pp_s - k.pp_overlap * std::min(cd.pp_s, b.compute_s);
   }
 }
@@ -522,7 +539,8 @@ void DataParallelComm(const Job& job, const HardwareContext& hw, const StepConte
                       StepEstimate& e) {
   const ParallelSpec& par = job.parallel;
   const EfficiencyConstants& k = hw.k;
-  const double m = c.m, t_mb_fwd = c.t_mb_fwd, t_mb_bwd = c.t_mb_bwd;
+  const double m = c.m, t_mb_fwd = c.t_mb_fwd, t_mb_bwd = c.t_mb_bwd, L = c.L;
+  const Arch& a = job.arch;
   const int64_t dpn = sh.dpn;
   const bool lora = sh.lora;
   const double params_local = sh.params_local, trainable_local = sh.trainable_local, gbytes = sh.gbytes,
@@ -558,11 +576,16 @@ void DataParallelComm(const Job& job, const HardwareContext& hw, const StepConte
     } else {
       // FSDP / ZeRO-3: all-gather weights in forward and again in backward, reduce-scatter grads,
       // every micro-batch (the weights are resharded after each pass).
-      const double t_ag = CollectiveTime(Collective::kAllGather, W, dpn, dp_per_node, hw);
+      // [mech] N§9 DeepSpeed: one flat-ring gather per module (4 + MLP matrices per layer, + embedding
+      // and head), one NIC port per rank across nodes, hidden by zero3_gather_overlap (mechanisms.cc).
+      const double gathers = L * (4.0 + a.MlpMatrices()) + 2;
+      const double t_ag = k.zero3_flat_gathers ? DeepSpeedGatherTime(W, dpn, dp_per_node, gathers, hw)
+                                               : CollectiveTime(Collective::kAllGather, W, dpn, dp_per_node, hw);
+      const double ov3 = k.zero3_flat_gathers ? k.zero3_gather_overlap : ov;
       const double t_rs = CollectiveTime(Collective::kReduceScatter, G, dpn, dp_per_node, hw);
       cd.dp_bytes = m * (2 * W + G);
       cd.dp_s = m * (2 * t_ag + t_rs);
-      b.dp_comm_s = m * (std::max(0.0, t_ag - ov * t_mb_fwd) + std::max(0.0, t_ag + t_rs - ov * t_mb_bwd));
+      b.dp_comm_s = m * (std::max(0.0, t_ag - ov3 * t_mb_fwd) + std::max(0.0, t_ag + t_rs - ov3 * t_mb_bwd));
     }
   }
   // F§5 NCCL kernels that overlap compute occupy SMs and HBM: the hidden share of the DP traffic

@@ -243,6 +243,7 @@ bool FusedOptimizer(const Job& job) {
   switch (job.training.framework) {
     case Framework::kMegatron:    // Megatron-LM: Transformer Engine / Apex FusedAdam
     case Framework::kNemo:        // NeMo: Megatron-Core's distributed optimizer, FusedAdam
+    case Framework::kMegatronBridge:  // Megatron-Bridge: Megatron-Core's optimizer, as NeMo
     case Framework::kDeepspeed:   // DeepSpeed FusedAdam for "AdamW"
     case Framework::kTorchtitan:  // torchtitan optimizer.implementation = "fused"
     case Framework::kTorchtune:   // torchtune recipe configs: torch.optim.AdamW fused: True

@@ -584,7 +584,8 @@ MemoryBreakdown EstimateMemoryForStage(const Job& job, int stage, const Calibrat
     m.buffers_bytes += g;
     ADD("buffers", "ZeRO-3/FSDP unsharded layers (gathered weights + unsharded grads)", g,
         Fmt("%.0f layers x %.4g params x %.3g B + grads of one layer", layers, sp.layer, stored_bytes_per_param));
-  } else if ((par.zero == 1 || par.zero == 2) && tr.framework != Framework::kMegatron && tr.framework != Framework::kNemo) {
+  } else if ((par.zero == 1 || par.zero == 2) && tr.framework != Framework::kMegatron && tr.framework != Framework::kNemo &&
+             tr.framework != Framework::kMegatronBridge) {
     // DeepSpeed ZeRO-1/2 (stage_1_and_2.py, contiguous_gradients): the reduce bucket is allocated
     // at reduce_bucket_size elements whatever the number of trainable parameters or GPUs.
     // Megatron's distributed optimizer reduces from its contiguous grad buffer instead.

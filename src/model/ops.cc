@@ -1,6 +1,7 @@
 // One layer as a list of ops and the passes as folds over it. Section numbers: docs/model/
 // compute.md (C§), frameworks.md (F§), finetune.md (FT§); compute.md §7 lists every op.
 #include "gpuplan/ops.h"
+#include "mechanisms.h"
 
 #include <algorithm>
 
@@ -150,11 +151,12 @@ void ElementwiseOps(const Job& job, const HardwareContext& hw, const OpContext& 
 Op Fp8CastOp(const Job& job, const HardwareContext& hw, const OpContext& c) {
   const Arch& a = job.arch;
   const EfficiencyConstants& k = hw.k;
-  const double T = c.T, t = c.t, h = c.h, rep = c.rep, f_act = c.f_act, hbm = c.hbm;
+  const double T = c.T, t = c.t, rep = c.rep, f_act = c.f_act, hbm = c.hbm;
   Op op{"fp8_casts", OpKind::kCast, "F§6"};
-  op.fwd_s = T * (2 * h / rep + a.QDim() / t + f_act / t) * k.fp8_cast_bytes / hbm;
-  op.bwd_s = T * ((a.QDim() + 2.0 * a.KvDim()) / t + 2 * h / rep + (a.MlpMatrices() - 1) * f_act / t) *
-             k.fp8_cast_bytes / hbm;
+  // F§6 Transformer Engine's fused producers vs standalone cast-transposes (mechanisms.cc).
+  const Fp8CastTime cast = Fp8CastLayerTime(a, k, T, rep, t, f_act, hbm);
+  op.fwd_s = cast.fwd_s;
+  op.bwd_s = cast.bwd_s;
   op.hbm_bytes = op.fwd_s * hbm;
   return op;
 }

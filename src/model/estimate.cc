@@ -291,7 +291,10 @@ double ModelFlopsPerToken(const Arch& a, int64_t seq_len, bool frozen_base) {
   // h (every Llama/Qwen2/Mixtral/GPT-2 shape); Gemma's explicit head_dim and MLA differ (C§1).
   const double n = static_cast<double>(CountParams(a).active);
   const double widths = static_cast<double>(a.QDim() + a.ODim());
-  return (frozen_base ? 4 : 6) * n + 6.0 * a.layers * widths * static_cast<double>(seq_len);
+  // [hfconfig: windows] C§1 keys per query: s on full layers, min(s, window) on windowed ones
+  // (Gemma 2/3, Mistral, gpt-oss sliding windows, Llama 4 chunks), averaged over the layers.
+  const double keys = AttendedKeysPerQuery(a, static_cast<double>(seq_len), /*causal=*/false);
+  return (frozen_base ? 4 : 6) * n + 6.0 * a.layers * widths * keys;
 }
 
 namespace {
@@ -373,8 +376,10 @@ StepEstimate EstimateStep(const Job& job, const HardwareContext& hw) {
   flops_lin_fwd += f_mlp;
   // C§2 attention core: QK^T and AV, 2 x 2 x T x s x (a d) / t; causal flash kernels skip the
   // masked half; eager attention computes the full matrix.
-  const double causal = tr.flash_attention ? 0.5 : 1.0;
-  const double flops_attn_fwd = 4 * T * s * a.QDim() / t * causal;
+  // [hfconfig: windows] flash kernels compute only the keys inside the causal mask and the
+  // window (C§1 AttendedKeysPerQuery, causal: s/2 without a window); eager attention all s.
+  const double keys = tr.flash_attention ? AttendedKeysPerQuery(a, s, /*causal=*/true) : s;
+  const double flops_attn_fwd = 4 * T * keys * a.QDim() / t;
   const double attn_eff = tr.flash_attention ? k.flash_eff : k.eager_attn_eff;
   const double hbm = *hw.gpu.mem_bw_bytes_per_s * k.hbm_eff;
   double t_attn_fwd = flops_attn_fwd / (run16 * attn_eff);

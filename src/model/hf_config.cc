@@ -602,15 +602,15 @@ Status ReadShape(const Reader& r, const std::string& type, Arch& a) {
   if (type == "chatglm") return ReadChatglm(r, a);
   if (type == "gpt2") return ReadGpt2(r, a);
   if (type == "gpt_neox") return ReadGptNeox(r, a);
-  const std::string describe =
-      "; describe the shape with job keys instead: model.layers, model.hidden, model.heads, model.kv_heads, "
-      "model.head_dim, model.ffn_hidden, model.vocab, model.mlp, model.tied_embeddings (and model.experts, "
-      "model.experts_per_token, model.moe_ffn_hidden, model.shared_experts, model.dense_layers for a MoE); "
-      "docs/model/memory.md §1.1 lists what each counts";
+  const std::string keys =
+      " with job keys instead: model.layers, model.hidden, model.heads, model.kv_heads, model.head_dim, "
+      "model.ffn_hidden, model.vocab, model.mlp, model.tied_embeddings (and model.experts, "
+      "model.experts_per_token, model.moe_ffn_hidden, model.shared_experts, model.dense_layers for a MoE; "
+      "docs/model/memory.md §1.1 says what each counts)";
   if (const std::string hybrid = HybridRefusal(type); !hybrid.empty())
-    return Status::BadInput(r.At("model_type"), hybrid + describe + " (the closest single-kind shape)");
-  return Status::BadInput(r.At("model_type"),
-                          "unsupported model_type '" + type + "' (supported: " + kSupported + ")" + describe);
+    return Status::BadInput(r.At("model_type"), hybrid + "; describe the closest single-kind shape" + keys);
+  return Status::BadInput(r.At("model_type"), "unsupported model_type '" + type + "' (supported: " + kSupported +
+                                                  "); describe the shape" + keys);
 }
 
 // Deeper than any config.json (text_config.rope_scaling is 3); yaml-cpp's own guard, far deeper,

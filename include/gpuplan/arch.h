@@ -15,8 +15,9 @@ enum class NormKind { kLayerNorm, kRmsNorm };  // layernorm: weight (+bias if no
 enum class PositionKind { kLearned, kRotary, kAlibi };
 // Hugging Face rope_scaling.rope_type (or .type): none, llama3 (Llama 3.1+: factor, low/high
 // frequency factors, original positions), linear (positions divided by factor), dynamic (NTK),
-// yarn (DeepSeek-V2/V3, Qwen long context). Only llama3 and linear have Megatron-LM flags.
-enum class RopeScaling { kNone, kLlama3, kLinear, kDynamic, kYarn };
+// yarn (DeepSeek-V2/V3, Qwen long context), longrope (Phi-3/Phi-4: per-frequency long/short
+// factors; factor = max / original positions). Only llama3 and linear have Megatron-LM flags.
+enum class RopeScaling { kNone, kLlama3, kLinear, kDynamic, kYarn, kLongRope };
 
 struct Arch {
   std::string name;              // Default: "custom".
@@ -62,6 +63,26 @@ struct Arch {
   int64_t qk_rope_head_dim = 0;   // Default: 0.
   int64_t v_head_dim = 0;         // Default: 0 = HeadDim().
   bool dropout = false;           // Default: false (modern LLM training runs without dropout).
+  // Layer pieces of newer families (docs/model/memory.md §1.1), each read from config.json.
+  bool qk_norm_full_width = false;  // Default: false; true: the q/k norms span heads x head_dim and
+                                    // kv_heads x head_dim (OLMo 2, MiniMax-M2) instead of one head_dim.
+  bool attn_sinks = false;          // Default: false (a learned sink logit per head: gpt-oss).
+  int64_t shared_expert_ffn = 0;    // Default: 0 = MoeFfn() (Qwen-MoE: shared_expert_intermediate_size).
+  bool shared_expert_gate = false;  // Default: false (Qwen-MoE: a sigmoid gate, hidden x 1, on the shared expert).
+  int64_t index_heads = 0;          // Default: 0 (DeepSeek-V3.2's lightning indexer: index_n_heads).
+  int64_t index_head_dim = 0;       // Default: 0 (index_head_dim).
+  // Multi-token prediction (DeepSeek-V3 §2.2, GLM-4.5, MiMo): counted only when asked (model.mtp_layers).
+  int64_t mtp_layers = 0;           // Default: 0 (MTP modules counted; each one decoder layer + projection + norms).
+  bool mtp_own_embedding = false;   // Default: false; true: each MTP module stores its own embedding and head
+                                    // copies in the checkpoint (DeepSeek-V3's layer 61).
+  // A vision tower and projector read from vision_config, counted only when asked (model.include_vision).
+  int64_t vision_params = 0;        // Default: 0 (none in the config, or not counted by this reader).
+  bool include_vision = false;      // Default: false (the language model alone).
+  // Attention windows (docs/model/compute.md §1): windowed_layers layers attend a sliding window of
+  // attn_window keys (Mistral, Gemma 2/3, gpt-oss), or a chunk of attn_window tokens (Llama 4).
+  int64_t attn_window = 0;          // Default: 0 (every layer attends every earlier token).
+  int64_t windowed_layers = 0;      // Default: 0 (layers that use the window; the others attend fully).
+  bool attn_chunked = false;        // Default: false (sliding); true: chunked attention (Llama 4).
   // A raw count for quick what-ifs: when > 0 the shape above is synthesized from it.
   double params_override = 0;     // Default: 0 (count from the shape).
 
@@ -85,6 +106,12 @@ struct Arch {
   int MlpMatrices() const { return GatedMlp() ? 3 : 2; }
 };
 
+// Keys a query attends, averaged over the layers (windowed ones included): causal = the mean over
+// positions of the keys inside the causal mask (what a flash kernel computes: s/2 for full
+// attention); causal = false = the model-FLOPs convention that counts s keys for full attention and
+// min(s, window) for a windowed layer (docs/model/compute.md §1).
+double AttendedKeysPerQuery(const Arch& arch, double seq_len, bool causal);
+
 // Parameter counts, split the way memory and parallelism need them (docs/model/memory.md §1).
 struct ParamCounts {
   int64_t embedding = 0;       // token (+ learned position) embeddings
@@ -96,6 +123,8 @@ struct ParamCounts {
   int64_t expert_per_layer = 0;      // all routed experts of a MoE layer
   int64_t shared_expert_per_layer = 0;
   int64_t router_per_layer = 0;      // router weights (+ per-expert bias)
+  int64_t mtp = 0;             // multi-token-prediction modules (when counted)
+  int64_t vision = 0;          // vision tower + projector (when counted)
   int64_t total = 0;           // every parameter
   int64_t active = 0;          // parameters touched per token (MoE: top-k experts only)
 };
@@ -136,7 +165,7 @@ Result<Arch> ArchFromHfConfig(const std::string& path);
 std::string ToString(MlpKind k);
 std::string ToString(NormKind k);
 std::string ToString(PositionKind k);
-std::string ToString(RopeScaling k);  // the Hugging Face rope_type: none, llama3, linear, dynamic, yarn
+std::string ToString(RopeScaling k);  // the Hugging Face rope_type: none, llama3, linear, dynamic, yarn, longrope
 Result<RopeScaling> ParseRopeScaling(const std::string& s, const Location& where);
 
 }  // namespace gpuplan

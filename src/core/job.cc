@@ -248,7 +248,7 @@ const std::vector<KeyEntry>& Entries() {
     add("model.dense_layers", "dense-layers", "leading dense layers in a MoE model", Int([](Job& j) -> int64_t& { return j.arch.dense_layers; }, 0, kMaxDim));
     add("model.rope_theta", "rope-theta", "rotary base (config.json rope_theta; default 10000)", Real([](Job& j) -> double& { return j.arch.rope_theta; }, [](double v) { return v > 1 && v <= 1e12; }, "must be in (1, 1e12]"));
     add("model.norm_eps", "norm-eps", "norm epsilon (rms_norm_eps; default 1e-5)", Real([](Job& j) -> double& { return j.arch.norm_eps; }, [](double v) { return v > 0 && v <= 0.1; }, "must be in (0, 0.1]"));
-    add("model.rope_scaling", "rope-scaling", "none|llama3|linear|dynamic|yarn (config.json rope_scaling type; default none)", [](Job& j, const std::string& s, const Location& w) -> Status {
+    add("model.rope_scaling", "rope-scaling", "none|llama3|linear|dynamic|yarn|longrope (config.json rope_scaling type; default none)", [](Job& j, const std::string& s, const Location& w) -> Status {
       auto v = ParseRopeScaling(s, w);
       if (!v.ok()) return v.status();
       j.arch.rope_scaling = *v;
@@ -259,6 +259,8 @@ const std::vector<KeyEntry>& Entries() {
     add("model.rope_high_freq_factor", "rope-high-freq-factor", "rope_scaling.high_freq_factor (llama3)", Real([](Job& j) -> double& { return j.arch.rope_high_freq_factor; }, [](double v) { return v > 0 && v <= 1e4; }, "must be in (0, 1e4]"));
     add("model.rope_original_max_positions", "rope-original-max-positions", "rope_scaling.original_max_position_embeddings", Int([](Job& j) -> int64_t& { return j.arch.rope_original_max_positions; }, 1, kMaxSeq));
     add("model.dropout", "dropout", "dropout layers present (default false)", Bool([](Job& j) -> bool& { return j.arch.dropout; }));
+    add("model.include_vision", "include-vision", "count the vision tower of a qwen2_5_vl, qwen3_vl or gemma3 config.json (default false)", Bool([](Job& j) -> bool& { return j.arch.include_vision; }));
+    add("model.mtp_layers", "mtp-layers", "multi-token-prediction modules to count (DeepSeek-V3/GLM-4.5/MiMo: 1; default 0)", Int([](Job& j) -> int64_t& { return j.arch.mtp_layers; }, 0, 64));
     // training
     add("training.method", "method", "pretrain|full|lora|qlora|dora (default full)", [](Job& j, const std::string& s, const Location& w) -> Status {
       auto v = ParseEnum<Method>(s, w, {{"pretrain", Method::kPretrain}, {"full", Method::kFull}, {"lora", Method::kLora}, {"qlora", Method::kQlora}, {"dora", Method::kDora}});
@@ -776,6 +778,9 @@ Status FinalizeJob(Job& job) {
     return st;
   }
   const Arch& a = job.arch;
+  if (a.include_vision && a.vision_params == 0)
+    return Bad(loc("model.include_vision"), "'" + a.name + "' has no vision tower gpuplan counts (a qwen2_5_vl, qwen3_vl or gemma3 "
+                                            "config.json with its vision_config); leave include_vision out");
   // MoE-only keys on a dense model would be ignored without a word.
   if (!a.IsMoe()) {
     const std::pair<const char*, int64_t> moe_only[] = {{"model.experts_per_token", a.experts_per_token},

@@ -48,7 +48,7 @@ bool SameShape(const Arch& a, const Arch& b) {
          a.params_override == b.params_override && a.rope_theta == b.rope_theta && a.norm_eps == b.norm_eps &&
          a.rope_scaling == b.rope_scaling && a.rope_factor == b.rope_factor &&
          a.rope_low_freq_factor == b.rope_low_freq_factor && a.rope_high_freq_factor == b.rope_high_freq_factor &&
-         a.rope_original_max_positions == b.rope_original_max_positions;
+         a.rope_original_max_positions == b.rope_original_max_positions && a.mtp_layers == b.mtp_layers;
 }
 
 // Rotary base, norm epsilon and rope scaling where they differ from the Arch defaults.
@@ -97,6 +97,7 @@ void ModelKeys(const Arch& a, std::map<std::string, std::string>& out) {
     if (a.dense_layers > 0) out["model.dense_layers"] = Int(a.dense_layers);
   }
   if (a.dropout) out["model.dropout"] = "true";
+  if (a.mtp_layers > 0) out["model.mtp_layers"] = Int(a.mtp_layers);
   RopeKeys(a, out);
 }
 

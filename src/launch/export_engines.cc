@@ -554,6 +554,8 @@ std::string MegatronArchNotes(const LaunchPlan& p) {
                    : "# WARNING: yarn rope scaling (factor " + Num(a.rope_factor) + "): set --position-embedding-type yarn and the --yarn-* flags from config.json.\n";
   if (a.rope_scaling == RopeScaling::kDynamic)
     s += "# WARNING: dynamic (NTK) rope scaling has no Megatron flag: the model trains with plain rotary positions.\n";
+  if (a.rope_scaling == RopeScaling::kLongRope)
+    s += "# WARNING: longrope scaling (Phi-3) has no Megatron flag: the model trains with plain rotary positions.\n";
   return s;
 }
 

@@ -27,6 +27,16 @@ Wide MlpParams(const Arch& a, int64_t ffn) {
   return matrices + biases;
 }
 
+// §1.1 DeepSeek-V3.2's lightning indexer (DeepSeek-V3.2-Exp report §2.1): its queries from the q
+// latent (q_lora_rank x heads·d), one shared key (h x d) with a LayerNorm (weight + bias), and a
+// per-head weight (h x heads).
+Wide IndexerParams(const Arch& a) {
+  if (a.index_heads == 0) return 0;
+  const Wide q_in = a.q_lora_rank > 0 ? a.q_lora_rank : a.hidden;
+  return q_in * a.index_heads * a.index_head_dim + Wide{a.hidden} * a.index_head_dim + 2 * Wide{a.index_head_dim} +
+         Wide{a.hidden} * a.index_heads;
+}
+
 // §1.1 attention matrices (+ biases). Standard: W_q (h x q), W_k (h x k), W_v (h x v), W_o (o x h).
 Wide AttnParams(const Arch& a) {
   const Wide h = a.hidden;
@@ -40,7 +50,7 @@ Wide AttnParams(const Arch& a) {
     // attention_bias puts biases on q_a_proj, kv_a_proj_with_mqa and o_proj only.
     const Wide bias =
         (a.linear_bias || a.qkv_bias) ? Wide{a.q_lora_rank} + a.kv_lora_rank + a.qk_rope_head_dim + h : 0;
-    return q + kv_down + kv_up + Wide{a.ODim()} * h + bias;
+    return q + kv_down + kv_up + Wide{a.ODim()} * h + bias + IndexerParams(a);
   }
   Wide n = h * a.QDim() + h * a.KvDim() + h * a.VDim() + Wide{a.ODim()} * h;
   if (a.linear_bias) {
@@ -48,6 +58,7 @@ Wide AttnParams(const Arch& a) {
   } else if (a.qkv_bias) {
     n += Wide{a.QDim()} + a.KvDim() + a.VDim();
   }
+  if (a.attn_sinks) n += a.heads;  // gpt-oss: one learned sink logit per head
   return n;
 }
 
@@ -55,7 +66,7 @@ Wide AttnParams(const Arch& a) {
 // RMSNorms on the q and kv latents.
 Wide LayerNormParams(const Arch& a) {
   Wide n = Wide{a.norms_per_layer} * NormParams(a);
-  if (a.qk_norm) n += Wide{2} * a.HeadDim();
+  if (a.qk_norm) n += a.qk_norm_full_width ? Wide{a.QDim()} + a.KvDim() : Wide{2} * a.HeadDim();
   if (a.IsMla()) n += Wide{a.kv_lora_rank} + a.q_lora_rank;
   return n;
 }
@@ -64,8 +75,17 @@ Wide LayerNormParams(const Arch& a) {
 struct WideCounts {
   Wide embedding = 0, lm_head = 0, final_norm = 0, attn_per_layer = 0, norm_per_layer = 0, dense_mlp_per_layer = 0,
        expert_per_layer = 0, shared_expert_per_layer = 0, router_per_layer = 0, dense_layer = 0, moe_layer = 0,
-       outside = 0, total = 0, active = 0;
+       outside = 0, mtp = 0, vision = 0, total = 0, active = 0;
 };
+
+// §1.1 one multi-token-prediction module: a decoder layer of the model's last kind, the projection
+// of [embedding; hidden] (2h x h) and three norms (DeepSeek: enorm, hnorm, shared_head.norm; MiMo:
+// token, hidden and final norms), plus the embedding and head copies DeepSeek-V3's checkpoint stores.
+Wide MtpModuleParams(const Arch& a, const WideCounts& c) {
+  const Wide h = a.hidden;
+  const Wide layer = a.MoeLayers() > 0 ? c.moe_layer : c.dense_layer;
+  return layer + 2 * h * h + 3 * NormParams(a) + (a.mtp_own_embedding ? 2 * Wide{a.vocab} * h : 0);
+}
 
 WideCounts CountWide(const Arch& a) {
   WideCounts c;
@@ -80,7 +100,9 @@ WideCounts CountWide(const Arch& a) {
   if (a.IsMoe()) {
     const Wide expert = MlpParams(a, a.MoeFfn());
     c.expert_per_layer = Wide{a.experts} * expert;
-    c.shared_expert_per_layer = Wide{a.shared_experts} * expert;
+    c.shared_expert_per_layer = Wide{a.shared_experts} *
+                                    (a.shared_expert_ffn > 0 ? MlpParams(a, a.shared_expert_ffn) : expert) +
+                                (a.shared_expert_gate ? h : 0);
     c.router_per_layer = h * a.experts + (a.router_bias ? a.experts : 0);
     active_experts = Wide{a.experts_per_token} * expert;
   }
@@ -89,8 +111,11 @@ WideCounts CountWide(const Arch& a) {
                 c.router_per_layer;
   c.dense_layer = c.attn_per_layer + c.norm_per_layer + c.dense_mlp_per_layer;
   c.outside = c.embedding + c.lm_head + c.final_norm;
-  c.total = c.outside + dense_layers * c.dense_layer + Wide{a.MoeLayers()} * c.moe_layer;
-  c.active = c.total - Wide{a.MoeLayers()} * (c.expert_per_layer - active_experts);
+  const Wide idle_experts = c.expert_per_layer - active_experts;  // per MoE layer, per token
+  c.mtp = Wide{a.mtp_layers} * MtpModuleParams(a, c);
+  c.vision = a.include_vision ? a.vision_params : 0;
+  c.total = c.outside + dense_layers * c.dense_layer + Wide{a.MoeLayers()} * c.moe_layer + c.mtp + c.vision;
+  c.active = c.total - (Wide{a.MoeLayers()} + (a.MoeLayers() > 0 ? a.mtp_layers : 0)) * idle_experts;
   return c;
 }
 
@@ -120,6 +145,8 @@ ParamCounts CountParams(const Arch& a) {
   c.expert_per_layer = Narrow(w.expert_per_layer);
   c.shared_expert_per_layer = Narrow(w.shared_expert_per_layer);
   c.router_per_layer = Narrow(w.router_per_layer);
+  c.mtp = Narrow(w.mtp);
+  c.vision = Narrow(w.vision);
   c.total = Narrow(w.total);
   c.active = Narrow(w.active);
 
@@ -138,6 +165,27 @@ ParamCounts CountParams(const Arch& a) {
     c.active = Narrow(target);
   }
   return c;
+}
+
+// compute.md §1: the keys one query attends in a layer with a window of w tokens, at length s.
+// Not causal (the model-FLOPs convention): s for full attention, min(s, w) with a window. Causal
+// (what a flash kernel computes, averaged over the positions, continuous form): s/2 for full
+// attention; a sliding window w - w²/(2s) once s > w; chunks of w: each full chunk's w/2, weighted
+// by its tokens, and the last partial chunk's r/2.
+static double KeysPerQuery(double s, double w, bool chunked, bool causal) {
+  if (w <= 0 || s <= w) return causal ? s / 2 : s;
+  if (!causal) return w;
+  if (!chunked) return w - w * w / (2 * s);
+  const double full_chunks = std::floor(s / w), rest = s - full_chunks * w;
+  return (full_chunks * w * w / 2 + rest * rest / 2) / s;
+}
+
+double AttendedKeysPerQuery(const Arch& a, double seq_len, bool causal) {
+  const double full = KeysPerQuery(seq_len, 0, false, causal);
+  if (a.attn_window <= 0 || a.windowed_layers <= 0 || a.layers <= 0) return full;
+  const double windowed = KeysPerQuery(seq_len, static_cast<double>(a.attn_window), a.attn_chunked, causal);
+  const double share = static_cast<double>(a.windowed_layers) / static_cast<double>(a.layers);
+  return share * windowed + (1 - share) * full;
 }
 
 bool IsKnownLoraTarget(const std::string& n) {
@@ -194,8 +242,9 @@ static Status ValidateRope(const Arch& a) {
     return bad("rope_original_max_positions", "must be in 0..2^24");
   if (a.rope_scaling != RopeScaling::kLlama3) return Status::Ok();
   // Llama 3.1 (transformers _compute_llama3_parameters): low < high, both > 0, original positions given.
-  if (!(a.rope_low_freq_factor > 0) || !(a.rope_high_freq_factor > a.rope_low_freq_factor) || !std::isfinite(a.rope_high_freq_factor))
-    return bad("rope_high_freq_factor", "llama3 rope scaling needs 0 < rope_low_freq_factor < rope_high_freq_factor");
+  // Equal factors (Llama 4 Scout: 1 and 1) leave no smoothed band; transformers only warns.
+  if (!(a.rope_low_freq_factor > 0) || !(a.rope_high_freq_factor >= a.rope_low_freq_factor) || !std::isfinite(a.rope_high_freq_factor))
+    return bad("rope_high_freq_factor", "llama3 rope scaling needs 0 < rope_low_freq_factor <= rope_high_freq_factor");
   if (a.rope_original_max_positions <= 0) return bad("rope_original_max_positions", "must be > 0 with llama3 rope scaling");
   return Status::Ok();
 }
@@ -236,6 +285,13 @@ Status ValidateArch(const Arch& a, const Location& where) {
     if (a.dense_layers < 0 || a.dense_layers > a.layers)
       return bad("dense_layers", "must be in 0..layers");
   }
+  if (a.mtp_layers < 0 || a.mtp_layers > 64) return bad("mtp_layers", "must be in 0..64");
+  if (a.vision_params < 0) return bad("vision_params", "must be >= 0");
+  if (a.attn_window < 0) return bad("attn_window", "must be >= 0");
+  if (a.windowed_layers < 0 || a.windowed_layers > a.layers) return bad("windowed_layers", "must be in 0..layers");
+  if (a.shared_expert_ffn < 0) return bad("shared_expert_ffn", "must be >= 0");
+  if (a.index_heads < 0 || a.index_head_dim < 0 || (a.index_heads > 0) != (a.index_head_dim > 0))
+    return bad("index_heads", "the indexer needs both index_heads and index_head_dim > 0, or neither");
   if (a.position == PositionKind::kLearned && a.max_positions <= 0)
     return bad("max_positions", "must be > 0 with learned positions");
   if (Status st = ValidateRope(a); !st.ok()) return bad(st.location().key, st.reason());
@@ -250,7 +306,9 @@ Status ValidateArch(const Arch& a, const Location& where) {
       {"experts", a.experts},         {"experts_per_token", a.experts_per_token},
       {"shared_experts", a.shared_experts}, {"q_lora_rank", a.q_lora_rank},
       {"kv_lora_rank", a.kv_lora_rank}, {"qk_nope_head_dim", a.qk_nope_head_dim},
-      {"qk_rope_head_dim", a.qk_rope_head_dim}};
+      {"qk_rope_head_dim", a.qk_rope_head_dim}, {"shared_expert_ffn", a.shared_expert_ffn},
+      {"index_heads", a.index_heads},   {"index_head_dim", a.index_head_dim},
+      {"attn_window", a.attn_window}};
   for (const auto& [key, v] : dims)
     if (v > kMax) return bad(key, std::to_string(v) + " is beyond 2^24 (" + std::to_string(kMax) + ")");
   const WideCounts w = CountWide(a);
@@ -313,15 +371,18 @@ std::string ToString(RopeScaling k) {
     case RopeScaling::kLinear: return "linear";
     case RopeScaling::kDynamic: return "dynamic";
     case RopeScaling::kYarn: return "yarn";
+    case RopeScaling::kLongRope: return "longrope";
   }
   return "none";
 }
 
 Result<RopeScaling> ParseRopeScaling(const std::string& s, const Location& where) {
-  for (RopeScaling k : {RopeScaling::kNone, RopeScaling::kLlama3, RopeScaling::kLinear, RopeScaling::kDynamic, RopeScaling::kYarn})
+  for (RopeScaling k : {RopeScaling::kNone, RopeScaling::kLlama3, RopeScaling::kLinear, RopeScaling::kDynamic,
+                        RopeScaling::kYarn, RopeScaling::kLongRope})
     if (s == ToString(k)) return k;
   if (s == "default") return RopeScaling::kNone;  // transformers' name for plain rotary
-  return Status::BadInput(where, "unknown rope scaling '" + s + "' (none, llama3, linear, dynamic, yarn)");
+  if (s == "su") return RopeScaling::kLongRope;    // Phi-3's first name for longrope
+  return Status::BadInput(where, "unknown rope scaling '" + s + "' (none, llama3, linear, dynamic, yarn, longrope)");
 }
 
 std::string ToString(PositionKind k) {

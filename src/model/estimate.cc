@@ -335,7 +335,10 @@ double ModelFlopsPerToken(const Arch& a, int64_t seq_len, bool frozen_base) {
   // h (every Llama/Qwen2/Mixtral/GPT-2 shape); Gemma's explicit head_dim and MLA differ (C§1).
   const double n = static_cast<double>(CountParams(a).active);
   const double widths = static_cast<double>(a.QDim() + a.ODim());
-  return (frozen_base ? 4 : 6) * n + 6.0 * a.layers * widths * static_cast<double>(seq_len);
+  // [hfconfig: windows] C§1 keys per query: s on full layers, min(s, window) on windowed ones
+  // (Gemma 2/3, Mistral, gpt-oss sliding windows, Llama 4 chunks), averaged over the layers.
+  const double keys = AttendedKeysPerQuery(a, static_cast<double>(seq_len), /*causal=*/false);
+  return (frozen_base ? 4 : 6) * n + 6.0 * a.layers * widths * keys;
 }
 
 namespace {

@@ -113,9 +113,9 @@ StageParams ParamsOnGpu(const Job& job, int stage) {
   sp.layer = sp.moe_layers > 0 ? moe_nonexpert + experts : dense_layer;
   sp.largest_matrix =
       std::max(static_cast<double>(a.hidden) * a.Ffn(), static_cast<double>(a.hidden) * a.QDim()) / t;
-  if (stage == 0) sp.dense += pc.embedding / t;
+  if (stage == 0) sp.dense += (pc.embedding + pc.vision) / t;  // [hfconfig] a counted vision tower feeds stage 0
   if (stage == pp - 1) {
-    sp.dense += pc.final_norm;
+    sp.dense += pc.final_norm + pc.mtp / t;  // [hfconfig] MTP modules sit after the last layer (Megatron)
     // A tied head on a different stage than the embedding keeps its own copy (Megatron).
     if (!a.tied_embeddings) sp.dense += pc.lm_head / t;
     else if (pp > 1) sp.dense += static_cast<double>(a.vocab) * a.hidden / t;

@@ -207,8 +207,9 @@ std::string ToString(OpKind k) {
 double AttentionBackwardFactor(const TrainingSpec& tr) { return tr.flash_attention ? 2.5 : 2.0; }
 
 double AttendedKeys(const Job& job, double seq_len) {
-  // Causal flash kernels skip the masked half; eager attention computes the full matrix and masks it.
-  return seq_len * (job.training.flash_attention ? 0.5 : 1.0);
+  // Causal flash kernels skip the masked half and, with a sliding or chunked window, the blocks
+  // outside it (C§1 AttendedKeysPerQuery); eager attention computes the full matrix and masks it.
+  return job.training.flash_attention ? AttendedKeysPerQuery(job.arch, seq_len, /*causal=*/true) : seq_len;
 }
 
 double GemmTime(double m, double n, double k, double peak_flops, const EfficiencyConstants& c) {

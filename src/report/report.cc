@@ -142,6 +142,9 @@ nlohmann::json JobToJson(const Job& job) {
                   {"norm", ToString(a.norm)}, {"tied_embeddings", a.tied_embeddings},
                   {"position", ToString(a.position)}, {"experts", a.experts},
                   {"experts_per_token", a.IsMoe() ? nlohmann::json(a.experts_per_token) : nlohmann::json(nullptr)}});
+    // Every parameter and those one token touches (MoE: the top-k routed experts only).
+    const ParamCounts pc = CountParams(a);
+    model.update({{"params", pc.total}, {"active_params", pc.active}});
   }
   const TrainingSpec& t = job.training;
   nlohmann::json training = {{"method", ToString(t.method)}, {"seq_len", t.seq_len},
@@ -231,7 +234,8 @@ nlohmann::json MemoryToJson(const MemoryReport& r) {
       {"schema", kJsonSchemaVersion},
       {"model_fingerprint", ModelFingerprint()},
       {"inputs", JobToJson(r.job)},
-      {"model", {{"name", r.job.arch.name}, {"params", m.total_params}, {"trainable_params", m.trainable_params}}},
+      {"model", {{"name", r.job.arch.name}, {"params", m.total_params}, {"active_params", CountParams(r.job.arch).active},
+                 {"trainable_params", m.trainable_params}}},
       {"per_gpu",
        {{"weights_bytes", m.weights_bytes}, {"gradients_bytes", m.gradients_bytes},
         {"optimizer_bytes", m.optimizer_bytes}, {"activations_bytes", m.activations_bytes},

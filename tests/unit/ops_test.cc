@@ -43,6 +43,22 @@ double ClosedFormForwardFlops(const Job& j, double T, double s) {
          phi * (2 * R * M * h * a.MoeFfn() / t + 2 * T * h * a.experts) + 4 * T * s * q / t * c;
 }
 
+// compute.md §2 with a window: a sliding layer's causal queries see w - w^2/(2s) keys on average
+// (s > w), a full layer s/2; the attention core of the list is 4·T·q/t times their layer average.
+TEST(OpsWindowed, AttentionCoreCountsTheWindow) {
+  Job j = PresetJob("llama-3-8b", "flash_attention: true");
+  j.arch.attn_window = 1024;
+  j.arch.windowed_layers = j.arch.layers / 2;
+  const double T = MicroBatchTokens(j), s = 4096, w = 1024, t = static_cast<double>(j.parallel.tp);
+  const double keys = 0.5 * (s / 2) + 0.5 * (w - w * w / (2 * s));
+  const std::vector<Op> ops = LayerOps(j, Hw(j), T, s);
+  EXPECT_NEAR(Sum(ops, &Op::fwd_flops, OpKind::kAttention) / (4 * T * keys * j.arch.QDim() / t), 1.0, 1e-12);
+  Job eager = j;
+  eager.training.flash_attention = false;  // eager attention computes every key, then masks
+  const std::vector<Op> e = LayerOps(eager, Hw(eager), T, s);
+  EXPECT_NEAR(Sum(e, &Op::fwd_flops, OpKind::kAttention) / (4 * T * s * j.arch.QDim() / t), 1.0, 1e-12);
+}
+
 class OpsClosedForm : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(OpsClosedForm, ForwardFlopsOfTheListAreTheClosedForm) {

@@ -29,6 +29,10 @@ struct ValidatedRow {
   std::string method;             // ToString(job.training.method)
   std::string scale;              // ScaleGroup(num_gpus)
   bool held_out = false;          // in the held-out part of the stated split (InHeldOutSet)
+  // A run that ran, called out of memory: the predicted device total (EstimateMemory's total_bytes,
+  // what `gpuplan memory` compares) above the GPU's memory; set for memory and throughput rows.
+  double predicted_total_gib = 0;
+  bool called_oom = false;
 };
 
 struct ErrorSummary {
@@ -55,6 +59,11 @@ struct ValidationReport {
   GroupTable split_by_framework;  // "<framework>: fit" / "<framework>: held out" (per-framework constants)
   // data/error_bands.csv: framework x family x method, framework x method, method, all runs.
   std::vector<ErrorBand> bands;
+  // Peak memory split by the sign of the error: over-prediction costs users GPUs, under-prediction
+  // an OOM ("memory over-predicted" / "memory under-predicted"; a zero error counts as over).
+  std::vector<ErrorSummary> memory_sides;
+  // Measured runs the model calls out of memory: memory rows and throughput rows (runs that ran).
+  int memory_rows_called_oom = 0, throughput_rows_called_oom = 0;
 };
 
 // Predicts every usable row of a runs.csv-format file in tokens/s per GPU.

@@ -215,6 +215,24 @@ std::vector<ErrorSummary> SplitRows(const ValidationReport& r) {
   return {named(r.fit_throughput, "throughput fit"), named(r.held_out_throughput, "throughput held-out"),
           named(r.fit_memory, "memory fit"), named(r.held_out_memory, "memory held-out")};
 }
+
+// Measured runs the model calls out of memory (docs/model/memory.md §7).
+std::string OomLine(const ValidationReport& r) {
+  return "runs called out of memory (predicted total > GPU memory): " +
+         std::to_string(r.memory_rows_called_oom) + " peak-memory rows, " + std::to_string(r.throughput_rows_called_oom) +
+         " throughput rows (runs that ran)";
+}
+
+// Over- and under-prediction apart (over-prediction costs users GPUs, under-prediction an OOM),
+// and the measured runs called out of memory, each listed.
+std::string MemorySidesMarkdown(const ValidationReport& r) {
+  std::string out = "Over- and under-prediction apart:\n\n" + SummaryTable(r.memory_sides, true) + "\n" + OomLine(r) + ".\n";
+  for (const auto& v : r.rows)
+    if (v.used && v.called_oom)
+      out += "- " + RowId(v.row) + " " + v.row.model_name + " on " + std::to_string(v.row.job.cluster.num_gpus) + " x " +
+             v.row.job.cluster.gpu + ": " + F("%.1f GiB predicted", v.predicted_total_gib) + "\n";
+  return out + "\n";
+}
 }  // namespace
 
 std::string ValidationToText(const ValidationReport& r, bool all_rows) {
@@ -238,6 +256,8 @@ std::string ValidationToText(const ValidationReport& r, bool all_rows) {
   };
   summary({r.overall}, "throughput (tokens/s per GPU), all usable rows:");
   if (r.memory.rows > 0) summary({r.memory}, "peak memory rows:");
+  if (r.memory.rows > 0) summary(r.memory_sides, "peak memory, over- and under-prediction apart:");
+  out += "\n" + OomLine(r) + "\n";
   summary(SplitRows(r), "train/test split (" + SplitRule() + "):");
   summary(r.split_by_framework.throughput, "throughput by framework, fit subset and held out:");
   summary(r.split_by_framework.memory, "peak memory by framework, fit subset and held out:");
@@ -325,7 +345,7 @@ std::string ValidationToMarkdown(const ValidationReport& r, const std::string& i
          "(max_memory_allocated) or device total (nvidia-smi); a source that does not name it is compared with reserved "
          "and marked so. A run reported under several metrics is counted once.\n\n";
   out += "## Summary\n\n" + SummaryTable({r.overall}, true) + "\n";
-  if (r.memory.rows > 0) out += "Peak memory rows:\n\n" + SummaryTable({r.memory}, true) + "\n";
+  if (r.memory.rows > 0) out += "Peak memory rows:\n\n" + SummaryTable({r.memory}, true) + "\n" + MemorySidesMarkdown(r);
   out += "## Train/test split\n\nThe split: " + SplitRule() + ". Error on the fit subset and on the held-out rest, "
          "separately, so a constant that only helps its own rows shows as a gap between the two:\n\n" +
          SummaryTable(SplitRows(r), true) + "\nBy framework (a per-framework constant is fitted on its framework's fit "

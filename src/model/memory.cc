@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <tuple>
 
 namespace gpuplan {
@@ -252,7 +251,6 @@ FusedKernels FusedFor(const Job& job, const Calibration& cal) {
   f.act = f.act || tr.compile || (tr.fused_ops & kFusedAct) != 0;
   f.fp8_saved_inputs = f.fp8_saved_inputs && tr.precision == Precision::kFp8;
   f.fp8_params = f.fp8_params && tr.precision == Precision::kFp8;
-  if (std::getenv("GPUPLAN_MEM_REFACTOR_ONLY")) f = FusedKernels{};  // TEMP-CHECK
   return f;
 }
 
@@ -559,7 +557,7 @@ void AddFullModelStates(MemoryFold& f) {
     f.m.gradients_bytes = f.gb * in_bwd_params / (par.zero >= 2 ? f.shard : 1.0);
     ADD(f, "gradients", "gradients of one layer (optimizer step in backward)", f.m.gradients_bytes,
         Fmt("%.0f B x %.4g params (the largest of a layer and the embedding)", f.gb, in_bwd_params));
-  } else if (par.offload != Offload::kNone && !std::getenv("GPUPLAN_MEM_REFACTOR_ONLY")) {  // TEMP-CHECK
+  } else if (par.offload != Offload::kNone) {
     // §2.3 DeepSpeed stage_1_and_2.py copy_grads_in_partition: with cpu_offload the reduced
     // partition goes to the host fp32 buffer (no GPU grads_in_partition); FSDP2 CPUOffloadPolicy
     // copies sharded gradients device-to-host in backward. The GPU keeps the reduce bucket (§4).

@@ -732,11 +732,16 @@ void AddShardingBuffers(MemoryFold& f) {
   } else if (gathers) {
     const double layers = f.kc.zero3_prefetch_layers;
     // A quantized base is gathered as stored (fsdp_qlora packs the 4-bit weights in a 16-bit
-    // storage dtype so FSDP can shard and gather them).
-    const double g = f.sp.layer * (layers * f.stored_bytes_per_param + (lora ? 0 : f.gb));
+    // storage dtype so FSDP can shard and gather them). §4.1 the largest unit: the embedding and
+    // the output projection are units of their own (V x h / tp, 16-bit), in flight with the
+    // prefetched layers when larger than a layer; its unsharded gradient likewise.
+    const double layer_b = f.sp.layer * f.stored_bytes_per_param;
+    const double head = static_cast<double>(job.arch.vocab) * job.arch.hidden / f.t;
+    const double g = (layers - 1) * layer_b + std::max(layer_b, head * f.wb) + (lora ? 0 : std::max(f.sp.layer, head) * f.gb);
     f.m.buffers_bytes += g;
-    ADD(f, "buffers", "ZeRO-3/FSDP unsharded layers (gathered weights + unsharded grads)", g,
-        Fmt("%.0f layers x %.4g params x %.3g B + grads of one layer", layers, f.sp.layer, f.stored_bytes_per_param));
+    ADD(f, "buffers", "ZeRO-3/FSDP unsharded units (gathered weights + unsharded grads)", g,
+        Fmt("%.0f units of max(layer %.4g, embedding/head %.4g params) x %.3g B + grads of one", layers, f.sp.layer, head,
+            f.stored_bytes_per_param));
   } else if ((par.zero == 1 || par.zero == 2) && job.training.framework != Framework::kMegatron &&
              job.training.framework != Framework::kNemo) {
     // DeepSpeed ZeRO-1/2 (stage_1_and_2.py, contiguous_gradients): the reduce bucket is allocated

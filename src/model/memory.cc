@@ -225,6 +225,7 @@ struct FusedKernels {
   bool act = false;               // fused gated activation: keeps gate and up, recomputes act(gate) x up
   bool fp8_saved_inputs = false;  // Transformer Engine fp8 linears keep their inputs in fp8
   bool fp8_params = false;        // fp8 weights without a 16-bit copy (Megatron fp8_param_gather)
+  bool frozen_norms = false;      // the LoRA family: a norm's weight is frozen, so w * x-hat keeps no x-hat
 };
 FusedKernels ResolveFusedFlags(const Calibration& cal, Framework f) {
   const FrameworkMemKeys& k = MemKeys(f);
@@ -251,14 +252,15 @@ FusedKernels FusedFor(const Job& job, const Calibration& cal) {
   f.act = f.act || tr.compile || (tr.fused_ops & kFusedAct) != 0;
   f.fp8_saved_inputs = f.fp8_saved_inputs && tr.precision == Precision::kFp8;
   f.fp8_params = f.fp8_params && tr.precision == Precision::kFp8;
+  f.frozen_norms = IsAdapterMethod(tr.method);
   return f;
 }
 
 // §3.1 norms: a fused norm (LayerNorm's native kernel, Transformer Engine, Liger, Inductor) keeps
 // its input and the next linear keeps its output: 2 x sbh. RMSNorm as written in Llama-style
-// code (x * rsqrt(mean(x^2)) * w) also keeps x-hat: 3 x sbh.
+// code (x * rsqrt(mean(x^2)) * w) also keeps x-hat for w's gradient: 3 x sbh, unless w is frozen.
 double NormSaved(const Arch& a, const FusedKernels& f) {
-  return a.norm == NormKind::kLayerNorm || f.norm ? 2.0 : 3.0;
+  return a.norm == NormKind::kLayerNorm || f.norm || f.frozen_norms ? 2.0 : 3.0;
 }
 
 // §3 the shape every saved-tensor term of one layer reads.
@@ -287,6 +289,25 @@ ActShape ShapeOf(const Job& job, const FusedKernels& f) {
   return x;
 }
 
+// §3.3 a frozen linear keeps no input: autograd needs a linear's input only for its weight's
+// gradient. Under the LoRA family the projections without an adapter do not keep theirs (the
+// attention and MLP norm outputs, o_proj's and down_proj's inputs).
+struct KeptInputs {
+  bool qkv = true, o = true, gate_up = true, down = true;
+};
+KeptInputs KeptLinearInputs(const TrainingSpec& tr) {
+  if (!IsAdapterMethod(tr.method)) return {};
+  auto adapted = [&](std::initializer_list<const char*> names) {
+    for (const auto& t : tr.lora.targets) {
+      if (t == "all-linear") return true;
+      for (const char* n : names)
+        if (t == n) return true;
+    }
+    return false;
+  };
+  return {adapted({"q_proj", "k_proj", "v_proj"}), adapted({"o_proj"}), adapted({"gate_proj", "up_proj"}), adapted({"down_proj"})};
+}
+
 // §3.1 attention block of one layer: each saved tensor by name.
 struct AttentionSaved {
   double norm_io = 0, norm_stats = 0, q = 0, kv = 0, ctx = 0, proj_input = 0, qk_norm = 0, mla = 0;
@@ -295,18 +316,22 @@ struct AttentionSaved {
     return norm_io + norm_stats + q + kv + ctx + proj_input + qk_norm + mla + scores + lse + dropout + dropout_scores;
   }
 };
-AttentionSaved AttentionBlock(const Arch& a, const ActShape& x, const FusedKernels& f) {
+AttentionSaved AttentionBlock(const Arch& a, const ActShape& x, const FusedKernels& f, const KeptInputs& kept) {
   AttentionSaved s;
   const double ns = NormSaved(a, f), norms = static_cast<double>(a.norms_per_layer);  // 2; Gemma 2/3: 4
-  // per norm: input (and x-hat), and its output as the next linear's input (fp8 under TE)
-  s.norm_io = norms * ((ns - 1) * x.ab + x.in_ab_col) * x.sbh / x.rep;
+  // per norm: input (and x-hat), and its output as the next linear's input (fp8 under TE); the
+  // two pre-norms' outputs only where a linear that reads them trains its weight (§3.3)
+  const double unread = (kept.qkv ? 0 : 1) + (kept.gate_up ? 0 : 1);
+  s.norm_io = (norms * ((ns - 1) * x.ab + x.in_ab_col) - unread * x.in_ab_col) * x.sbh / x.rep;
   s.norm_stats = norms * NormStatsBytesPerToken(a) * x.sb / x.rep;  // fp32 rstd (+ mean)
   s.q = x.sb * a.QDim() / x.t * x.ab;
   // k and v (their own widths under MLA); eager attention repeats GQA kv heads to every q head.
   s.kv = x.sb * (x.flash ? a.KvDim() + a.VDim() : a.QDim() + a.ODim()) / x.t * x.ab;
-  s.ctx = x.sb * a.ODim() / x.t * x.ab;  // o_proj input / attention output
+  // o_proj input / attention output: flash attention keeps its output for backward; eager attention's
+  // is kept only by a trained o_proj.
+  if (x.flash || kept.o) s.ctx = x.sb * a.ODim() / x.t * x.ab;
   // Transformer Engine's o_proj keeps its own fp8 cast of the attention output.
-  if (x.in_ab_row < x.ab) s.proj_input = x.sb * a.ODim() / x.t * x.in_ab_row;
+  if (x.in_ab_row < x.ab && kept.o) s.proj_input = x.sb * a.ODim() / x.t * x.in_ab_row;
   // q/k norms (Qwen3, Gemma 3): the pre-norm q and k and x-hat, fp32 rstd per head.
   if (a.qk_norm) s.qk_norm = (ns - 1) * x.sb * (a.QDim() + a.KvDim()) / x.t * x.ab + 4 * x.sb * (a.heads + a.KvHeads()) / x.t;
   // MLA latents (replicated across TP): the kv latent and the shared rotary key, the q latent,
@@ -327,9 +352,9 @@ AttentionSaved AttentionBlock(const Arch& a, const ActShape& x, const FusedKerne
 
 // §3.2 MLP block: gated (swiglu/geglu) keeps gate, up, act and product, a fused kernel only gate
 // and up (and the product as the down projection's input, fp8 under TE); gelu: input and output.
-double MlpBlock(const Arch& a, const ActShape& x, bool moe_layer, const FusedKernels& f) {
+double MlpBlock(const Arch& a, const ActShape& x, bool moe_layer, const FusedKernels& f, const KeptInputs& kept) {
   const double per_f = a.GatedMlp() ? (f.act ? 3 : 4) : 2;
-  const double per_f_bytes = (per_f - 1) * x.ab + x.in_ab_row;  // the last one: down_proj's input
+  const double per_f_bytes = (per_f - 1) * x.ab + (kept.down ? x.in_ab_row : 0);  // the last: down_proj's input
   if (!moe_layer) return per_f_bytes * x.sb * a.Ffn() / x.t;
   const double k = static_cast<double>(a.experts_per_token);
   return (k + a.shared_experts) * per_f_bytes * x.sb * a.MoeFfn() / x.t  // expert intermediates
@@ -374,8 +399,9 @@ LayerActivation LayerActivationBytes(const Job& job, bool moe_layer, const Calib
   const Arch& a = job.arch;
   const FusedKernels fused = FusedFor(job, cal);
   const ActShape x = ShapeOf(job, fused);
-  const AttentionSaved attn = AttentionBlock(a, x, fused);
-  const double mlp = MlpBlock(a, x, moe_layer, fused);
+  const KeptInputs kept = KeptLinearInputs(job.training);
+  const AttentionSaved attn = AttentionBlock(a, x, fused, kept);
+  const double mlp = MlpBlock(a, x, moe_layer, fused, kept);
   const double lora = AdapterBlock(job, x);
   LayerActivation out;
   // §4 sequence parallelism (Korthikanti et al. 2022 §4.2.2): backward all-gathers the sharded
@@ -685,7 +711,8 @@ void AddEmbeddingAndLoss(MemoryFold& f, int stage) {
   if (stage != par.pp - 1) return;
   const LossMemory loss = ResolveLoss(job, f.cal, f.kc);
   const double logits = sb * a.vocab / f.t;
-  const double ns = NormSaved(a, f.fused);
+  // the final norm's output is kept by the output projection unless it is frozen (§3.3)
+  const double ns = NormSaved(a, f.fused) - (IsLora(job) ? 1 : 0);
   const double norm = ns * sb * a.hidden / rep * ab + NormStatsBytesPerToken(a) * sb / rep + 8 * sb;
   const double head = norm + loss.saved_bytes_per_logit * logits;
   f.m.activations_bytes += head;

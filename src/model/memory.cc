@@ -262,6 +262,11 @@ FusedKernels FusedFor(const Job& job, const Calibration& cal) {
 double NormSaved(const Arch& a, const FusedKernels& f) {
   return a.norm == NormKind::kLayerNorm || f.norm || f.frozen_norms ? 2.0 : 3.0;
 }
+// Eager RMSNorm upcasts first (HF LlamaRMSNorm, torchtune RMSNorm: x.to(float32)): in a 16-bit run
+// the input it keeps is that fp32 copy, (4 - ab) bytes per element more than counted in ab.
+double NormUpcastBytes(const Arch& a, const FusedKernels& f, double ab) {
+  return a.norm == NormKind::kLayerNorm || f.norm || ab >= 4 ? 0.0 : 4.0 - ab;
+}
 
 // §3 the shape every saved-tensor term of one layer reads.
 struct ActShape {
@@ -322,7 +327,7 @@ AttentionSaved AttentionBlock(const Arch& a, const ActShape& x, const FusedKerne
   // per norm: input (and x-hat), and its output as the next linear's input (fp8 under TE); the
   // two pre-norms' outputs only where a linear that reads them trains its weight (§3.3)
   const double unread = (kept.qkv ? 0 : 1) + (kept.gate_up ? 0 : 1);
-  s.norm_io = (norms * ((ns - 1) * x.ab + x.in_ab_col) - unread * x.in_ab_col) * x.sbh / x.rep;
+  s.norm_io = (norms * ((ns - 1) * x.ab + x.in_ab_col + NormUpcastBytes(a, f, x.ab)) - unread * x.in_ab_col) * x.sbh / x.rep;
   s.norm_stats = norms * NormStatsBytesPerToken(a) * x.sb / x.rep;  // fp32 rstd (+ mean)
   s.q = x.sb * a.QDim() / x.t * x.ab;
   // k and v (their own widths under MLA); eager attention repeats GQA kv heads to every q head.
@@ -713,7 +718,7 @@ void AddEmbeddingAndLoss(MemoryFold& f, int stage) {
   const double logits = sb * a.vocab / f.t;
   // the final norm's output is kept by the output projection unless it is frozen (§3.3)
   const double ns = NormSaved(a, f.fused) - (IsLora(job) ? 1 : 0);
-  const double norm = ns * sb * a.hidden / rep * ab + NormStatsBytesPerToken(a) * sb / rep + 8 * sb;
+  const double norm = (ns * ab + NormUpcastBytes(a, f.fused, ab)) * sb * a.hidden / rep + NormStatsBytesPerToken(a) * sb / rep + 8 * sb;
   const double head = norm + loss.saved_bytes_per_logit * logits;
   f.m.activations_bytes += head;
   ADD(f, "activations", "final norm + int64 targets + " + ToString(loss.kind) + " cross-entropy's saved logits", head,

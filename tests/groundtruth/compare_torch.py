@@ -48,6 +48,10 @@ MECHANISMS = [
      ["--method", "lora", "--lora-rank", "8", "--lora-alpha", "16", "--lora-targets", "all-linear"]),
     (("llama", 6, 256, 8, 2, 688, 1000, 128, 2, "none"), ["--lora-rank", "8", "--lora-targets", "q_proj,v_proj", "--fused", "norm,act"],
      ["--method", "lora", "--lora-rank", "8", "--lora-alpha", "16", "--lora-targets", "q_proj,v_proj", "--fused-ops", "norm,act"]),
+    # bf16 (torch's CPU bf16 kernels): the eager RMSNorm keeps its fp32 upcast of the input.
+    (("llama", 6, 256, 8, 2, 688, 1000, 128, 2, "none"), ["--dtype", "bf16"], ["--precision", "bf16", "--master-weights", "none"]),
+    (("llama", 6, 256, 8, 2, 688, 1000, 128, 2, "none"), ["--dtype", "bf16", "--lora-rank", "8", "--lora-targets", "q_proj,v_proj"],
+     ["--precision", "bf16", "--master-weights", "none", "--method", "lora", "--lora-rank", "8", "--lora-alpha", "16", "--lora-targets", "q_proj,v_proj"]),
 ]
 
 
@@ -72,6 +76,9 @@ def gpuplan_predict(binary, c, extra=()):
                  "--tied-embeddings", "true", "--position", "learned", "--max-positions", str(s)]
     else:
         args += ["--mlp", "swiglu", "--norm", "rmsnorm", "--position", "rotary"]
+    if "--precision" in extra:  # the case's own precision replaces the fp32 default
+        i = args.index("--precision")
+        del args[i:i + 2]
     res = subprocess.run(args + list(extra), capture_output=True, text=True)
     if res.returncode != 0:
         raise SystemExit("gpuplan failed: " + res.stderr)

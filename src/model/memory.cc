@@ -573,13 +573,17 @@ void AddFullModelStates(MemoryFold& f) {
   const ParallelSpec& par = job.parallel;
   const double params = f.sp.dense + f.sp.expert;
   f.m.trainable_params = f.m.total_params;
-  const double weights = f.Sharded(f.wb, 3) - Fp8ParamSaving(f);
+  const double fp8_saving = Fp8ParamSaving(f), weights = f.Sharded(f.wb, 3) - fp8_saving;
   if (par.offload == Offload::kOptimizerParams) {
     f.m.host_bytes += weights;
+  } else if (fp8_saving > 0) {
+    f.m.weights_bytes = weights;
+    ADD(f, "weights", "weights (fp8 linears, 16-bit rest)", weights,
+        Fmt("1 B x %.4g linear + %.0f B x %.4g other params", f.sp.linear, f.wb, params - f.sp.linear) + (par.zero >= 3 ? f.ZeroNote() : ""));
   } else {
     f.m.weights_bytes = weights;
-    ADD(f, "weights", "weights (" + std::string(weights < f.Sharded(f.wb, 3) ? "fp8 linears, bf16 rest" : ToString(tr.precision == Precision::kFp32 ? Precision::kFp32 : Precision::kBf16)) + ")",
-        weights, Fmt("%.0f B x %.4g params", f.wb, params) + (par.zero >= 3 ? f.ZeroNote() : ""));
+    ADD(f, "weights", "weights (" + ToString(tr.precision == Precision::kFp32 ? Precision::kFp32 : Precision::kBf16) + ")", weights,
+        Fmt("%.0f B x %.4g params", f.wb, params) + (par.zero >= 3 ? f.ZeroNote() : ""));
   }
   // §2.5 optimizer in backward: each parameter's step runs as soon as its gradient is reduced
   // (torchtune optimizer_in_bwd), so one layer's gradients (or the embedding's) are live at once.
@@ -867,10 +871,14 @@ MemoryBreakdown EstimateMemory(const Job& job, const Calibration& cal, bool deta
   return best;
 }
 
-std::vector<MemorySuggestion> SuggestMemorySavings(const Job& job, double capacity_bytes, const Calibration& cal) {
+namespace {
+// §6 one memory-saving step: the job with one change, kept when it saves memory.
+struct Suggester {
+  const Job& job;
+  const Calibration& cal;
+  double capacity_bytes, base;
   std::vector<MemorySuggestion> out;
-  const double base = EstimateMemory(job, cal).total_bytes;
-  auto consider = [&](const std::string& step, const std::string& change, Job j) {
+  void consider(const std::string& step, const std::string& change, Job j) {
     if (!FinalizeJob(j).ok()) return;
     MemorySuggestion s;
     s.step = step;
@@ -880,9 +888,14 @@ std::vector<MemorySuggestion> SuggestMemorySavings(const Job& job, double capaci
     s.fits = s.total_bytes <= capacity_bytes;
     s.num_gpus = j.cluster.num_gpus;
     if (s.saved_bytes > 0) out.push_back(s);
-  };
+  }
+};
+
+// Precision, recompute, micro-batch and the cross-entropy kind.
+void SuggestComputeSteps(Suggester& g) {
+  const Job& job = g.job;
   const TrainingSpec& tr = job.training;
-  const ParallelSpec& par = job.parallel;
+  auto consider = [&](const std::string& step, const std::string& change, Job j) { g.consider(step, change, std::move(j)); };
   if (tr.precision == Precision::kFp32) {
     Job j = job;
     j.training.precision = Precision::kBf16;
@@ -912,6 +925,13 @@ std::vector<MemorySuggestion> SuggestMemorySavings(const Job& job, double capaci
     j.training.loss = kind;
     consider(name, std::string("training.loss=") + key, j);
   }
+}
+
+// Optimizer states, optimizer in backward.
+void SuggestOptimizerSteps(Suggester& g) {
+  const Job& job = g.job;
+  const TrainingSpec& tr = job.training;
+  auto consider = [&](const std::string& step, const std::string& change, Job j) { g.consider(step, change, std::move(j)); };
   if (tr.optimizer == Optimizer::kAdamW) {
     Job j = job;
     j.training.optimizer = Optimizer::kAdamW8bit;
@@ -922,6 +942,16 @@ std::vector<MemorySuggestion> SuggestMemorySavings(const Job& job, double capaci
     j.training.optimizer_in_backward = true;
     consider("optimizer step in backward (gradients freed layer by layer)", "training.optimizer_in_backward=true", j);
   }
+}
+
+// Sharding, offload, pure 16-bit states, adapters, more GPUs.
+void SuggestShardingSteps(Suggester& g) {
+  const Job& job = g.job;
+  const TrainingSpec& tr = job.training;
+  const ParallelSpec& par = job.parallel;
+  const Calibration& cal = g.cal;
+  const double base = g.base, capacity_bytes = g.capacity_bytes;
+  auto consider = [&](const std::string& step, const std::string& change, Job j) { g.consider(step, change, std::move(j)); };
   for (int z = par.zero + 1; z <= 3 && par.dp * par.cp > 1; ++z) {
     Job j = job;
     j.parallel.zero = z;
@@ -972,7 +1002,15 @@ std::vector<MemorySuggestion> SuggestMemorySavings(const Job& job, double capaci
       break;
     }
   }
-  return out;
+}
+}  // namespace
+
+std::vector<MemorySuggestion> SuggestMemorySavings(const Job& job, double capacity_bytes, const Calibration& cal) {
+  Suggester g{job, cal, capacity_bytes, EstimateMemory(job, cal).total_bytes, {}};
+  SuggestComputeSteps(g);
+  SuggestOptimizerSteps(g);
+  SuggestShardingSteps(g);
+  return g.out;
 }
 
 }  // namespace gpuplan

@@ -776,8 +776,7 @@ void AddShardingBuffers(MemoryFold& f) {
     const double g = (layers - 1) * layer_b + std::max(layer_b, head * f.wb) + (lora ? 0 : std::max(f.sp.layer, head) * f.gb);
     f.m.buffers_bytes += g;
     ADD(f, "buffers", "ZeRO-3/FSDP unsharded units (gathered weights + unsharded grads)", g,
-        Fmt("%.0f units of max(layer %.4g, embedding/head %.4g params) x %.3g B + grads of one", layers, f.sp.layer, head,
-            f.stored_bytes_per_param));
+        Fmt("%.0f x max(layer %.3g, V*h %.3g) x %.3g B + grads", layers, f.sp.layer, head, f.stored_bytes_per_param));
   } else if ((par.zero == 1 || par.zero == 2) && job.training.framework != Framework::kMegatron &&
              job.training.framework != Framework::kNemo) {
     // DeepSpeed ZeRO-1/2 (stage_1_and_2.py, contiguous_gradients): the reduce bucket is allocated

@@ -52,6 +52,8 @@ struct LayerActivation {
   double sp_gather_bytes = 0;
 };
 LayerActivation LayerActivationBytes(const Job& job, bool moe_layer);
+// The same with a calibration's framework flags (data/frameworks.csv fused_norm, fused_act, mem_fp8_*).
+LayerActivation LayerActivationBytes(const Job& job, bool moe_layer, const Calibration& cal);
 
 // §3.6 the cross-entropy's logit-sized tensors, per logit element (tokens x vocab / tp), for the
 // job's loss (training.loss; auto = the framework's default, data/frameworks.csv mem_loss_*).

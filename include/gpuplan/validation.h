@@ -36,6 +36,10 @@ struct ValidatedRow {
   bool loso = false;              // predicted with its fold's constants
   double loso_predicted = 0;      // tokens/s per GPU or GiB, as predicted_tokens_per_s_per_gpu
   double loso_error = 0;          // (loso_predicted - measured) / measured
+  // A run that ran, called out of memory: the predicted device total (EstimateMemory's total_bytes,
+  // what `gpuplan memory` compares) above the GPU's memory; set for memory and throughput rows.
+  double predicted_total_gib = 0;
+  bool called_oom = false;
 };
 
 struct ErrorSummary {
@@ -93,6 +97,11 @@ struct ValidationReport {
   // data/error_bands.csv: framework x family x method, framework x method, method, all runs; from
   // the leave-one-source-out errors when the report has them, else from the in-sample errors.
   std::vector<ErrorBand> bands;
+  // Peak memory split by the sign of the error: over-prediction costs users GPUs, under-prediction
+  // an OOM ("memory over-predicted" / "memory under-predicted"; a zero error counts as over).
+  std::vector<ErrorSummary> memory_sides;
+  // Measured runs the model calls out of memory: memory rows and throughput rows (runs that ran).
+  int memory_rows_called_oom = 0, throughput_rows_called_oom = 0;
 };
 
 // Predicts every usable row of a runs.csv-format file in tokens/s per GPU.

@@ -228,6 +228,9 @@ std::string ReadFineTuning(const std::map<std::string, std::string>& nm, Measure
                 : Contains(opt, "sgd")                                            ? Optimizer::kSgd
                                                                                   : Optimizer::kAdamW;
   if (Lower(Note(nm, "cpu_offload")) == "true") j.parallel.offload = Offload::kOptimizerParams;
+  // torchtune optimizer_in_bwd (docs/model/memory.md §2.5): each parameter steps in backward.
+  if (Lower(Note(nm, "optimizer_in_bwd")) == "true" || Lower(Note(nm, "optimizer_in_backward")) == "true")
+    t.optimizer_in_backward = true;
   // Samples per epoch: "s/epoch (1024 samples)" or "one epoch of 1024 dummy samples".
   if (auto p = m.unit.find('('); p != std::string::npos) m.samples_per_epoch = LeadingNumber(m.unit.substr(p + 1));
   if (m.samples_per_epoch == 0) {

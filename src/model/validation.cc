@@ -190,6 +190,24 @@ void SetGroups(ValidatedRow& v, const HardwareContext& hw) {
   v.fold = LosoFold(v.row.source);
 }
 
+// docs/model/memory.md §7: a measured run (it ran) whose predicted device total exceeds the GPU's
+// memory is one the model calls out of memory.
+void MarkCalledOom(ValidatedRow& v, const MemoryBreakdown& mb, const GpuSpec& gpu) {
+  v.predicted_total_gib = mb.total_bytes / kGiB;
+  v.called_oom = gpu.memory_bytes > 0 && mb.total_bytes > gpu.memory_bytes;
+}
+
+// Peak-memory errors over and under apart, and the runs called out of memory.
+void BuildMemorySides(ValidationReport& rep) {
+  std::vector<double> over, under;
+  for (const auto& v : rep.rows) {
+    if (!v.used) continue;
+    if (v.memory) (v.error >= 0 ? over : under).push_back(v.error);
+    if (v.called_oom) ++(v.memory ? rep.memory_rows_called_oom : rep.throughput_rows_called_oom);
+  }
+  rep.memory_sides = {Summarize("memory over-predicted", over), Summarize("memory under-predicted", under)};
+}
+
 // Predicts one usable row into `v` (used, or the reason it is not); `seen` dedupes runs.
 void PredictRow(const MeasuredRow& r, const Catalog& catalog, const Calibration& cal, std::map<std::string, int>& seen,
                 ValidatedRow& v) {
@@ -236,6 +254,7 @@ void PredictRow(const MeasuredRow& r, const Catalog& catalog, const Calibration&
     v.predicted_mfu = e.mfu;
   }
   v.error = (v.predicted_tokens_per_s_per_gpu - v.measured_tokens_per_s_per_gpu) / v.measured_tokens_per_s_per_gpu;
+  MarkCalledOom(v, memory ? mb : EstimateMemory(j, cal, /*detail=*/false), hw->gpu);
 }
 
 // Errors by a key of the row, summarized in key order; `loso`: the leave-one-source-out errors
@@ -532,6 +551,7 @@ Result<ValidationReport> ValidateRuns(const std::vector<std::string>& paths, con
   BuildSplit(rep);
   if (loso) BuildLoso(rep, catalog, cal, *loso);
   rep.bands = BuildBands(rep.rows, rep.has_loso);
+  BuildMemorySides(rep);
   return rep;
 }
 

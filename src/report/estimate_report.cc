@@ -304,6 +304,24 @@ std::string LosoSection(const ValidationReport& r) {
          LosoConstantsTable(r) + "\n";
   return out;
 }
+
+// Measured runs the model calls out of memory (docs/model/memory.md §7).
+std::string OomLine(const ValidationReport& r) {
+  return "runs called out of memory (predicted total > GPU memory): " +
+         std::to_string(r.memory_rows_called_oom) + " peak-memory rows, " + std::to_string(r.throughput_rows_called_oom) +
+         " throughput rows (runs that ran)";
+}
+
+// Over- and under-prediction apart (over-prediction costs users GPUs, under-prediction an OOM),
+// and the measured runs called out of memory, each listed.
+std::string MemorySidesMarkdown(const ValidationReport& r) {
+  std::string out = "Over- and under-prediction apart:\n\n" + SummaryTable(r.memory_sides, true) + "\n" + OomLine(r) + ".\n";
+  for (const auto& v : r.rows)
+    if (v.used && v.called_oom)
+      out += "- " + RowId(v.row) + " " + v.row.model_name + " on " + std::to_string(v.row.job.cluster.num_gpus) + " x " +
+             v.row.job.cluster.gpu + ": " + F("%.1f GiB predicted", v.predicted_total_gib) + "\n";
+  return out + "\n";
+}
 }  // namespace
 
 std::string ValidationToText(const ValidationReport& r, bool all_rows) {
@@ -337,6 +355,8 @@ std::string ValidationToText(const ValidationReport& r, bool all_rows) {
   }
   summary({r.overall}, "throughput (tokens/s per GPU), all usable rows:");
   if (r.memory.rows > 0) summary({r.memory}, "peak memory rows:");
+  if (r.memory.rows > 0) summary(r.memory_sides, "peak memory, over- and under-prediction apart:");
+  out += "\n" + OomLine(r) + "\n";
   summary(SplitRows(r), "train/test split (" + SplitRule() + "):");
   summary(r.split_by_framework.throughput, "throughput by framework, fit subset and held out:");
   summary(r.split_by_framework.memory, "peak memory by framework, fit subset and held out:");
@@ -432,7 +452,7 @@ std::string ValidationToMarkdown(const ValidationReport& r, const std::string& i
          "every source).\n\n";
   if (r.has_loso) out += LosoSection(r);
   out += "## Summary\n\n" + SummaryTable({r.overall}, true) + "\n";
-  if (r.memory.rows > 0) out += "Peak memory rows:\n\n" + SummaryTable({r.memory}, true) + "\n";
+  if (r.memory.rows > 0) out += "Peak memory rows:\n\n" + SummaryTable({r.memory}, true) + "\n" + MemorySidesMarkdown(r);
   out += "## Train/test split within sources\n\nThe split: " + SplitRule() + ". It holds out a third of every source's "
          "configurations, so a constant fitted to a source's quirks passes it; kept for comparison with the "
          "leave-one-source-out table above, which holds out whole sources:\n\n" +

@@ -52,6 +52,62 @@ class RMSNorm(nn.Module):  # as HF LlamaRMSNorm
         return self.weight * x.to(dt)
 
 
+class FusedRMSNormFn(torch.autograd.Function):
+    """A one-kernel RMSNorm (as Transformer Engine, apex, Liger): saves x and the fp32 rstd only."""
+
+    @staticmethod
+    def forward(ctx, x, w, eps):
+        rstd = torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + eps)
+        ctx.save_for_backward(x, w, rstd)
+        return (x.float() * rstd).to(x.dtype) * w
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w, rstd = ctx.saved_tensors
+        xh = x.float() * rstd
+        gx = g.float() * w.float()
+        dx = rstd * (gx - xh * (gx * xh).mean(-1, keepdim=True))
+        return dx.to(x.dtype), (g.float() * xh).sum(dim=tuple(range(g.dim() - 1))).to(w.dtype), None
+
+
+class FusedSwiGLUFn(torch.autograd.Function):
+    """silu(gate) * up in one kernel (Megatron bias_swiglu_fusion, Liger): saves gate and up only."""
+
+    @staticmethod
+    def forward(ctx, gate, up):
+        ctx.save_for_backward(gate, up)
+        return F.silu(gate) * up
+
+    @staticmethod
+    def backward(ctx, g):
+        gate, up = ctx.saved_tensors
+        sig = torch.sigmoid(gate)
+        return g * up * sig * (1 + gate * (1 - sig)), g * gate * sig
+
+
+class FusedRMSNorm(nn.Module):
+    def __init__(self, h, eps=1e-6):
+        super().__init__()
+        self.weight, self.eps = nn.Parameter(torch.ones(h)), eps
+
+    def forward(self, x):
+        return FusedRMSNormFn.apply(x, self.weight, self.eps)
+
+
+class LoRALinear(nn.Module):
+    """PEFT-style LoRA (dropout 0 is the identity): frozen base + B(A(x)) * alpha / r."""
+
+    def __init__(self, d_in, d_out, r, alpha):
+        super().__init__()
+        self.base = nn.Linear(d_in, d_out, bias=False)
+        self.lora_A = nn.Linear(d_in, r, bias=False)
+        self.lora_B = nn.Linear(r, d_out, bias=False)
+        self.scale = alpha / r
+
+    def forward(self, x):
+        return self.base(x) + self.lora_B(self.lora_A(x)) * self.scale
+
+
 def rotate_half(x):
     x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
     return torch.cat((-x2, x1), dim=-1)
@@ -69,14 +125,22 @@ class LlamaBlock(nn.Module):
         super().__init__()
         h, self.nh, self.nkv = a.hidden, a.heads, a.kv_heads
         self.d = h // a.heads
-        self.input_layernorm, self.post_attention_layernorm = RMSNorm(h), RMSNorm(h)
-        self.q_proj = nn.Linear(h, self.nh * self.d, bias=False)
-        self.k_proj = nn.Linear(h, self.nkv * self.d, bias=False)
-        self.v_proj = nn.Linear(h, self.nkv * self.d, bias=False)
-        self.o_proj = nn.Linear(self.nh * self.d, h, bias=False)
-        self.gate_proj = nn.Linear(h, a.ffn_hidden, bias=False)
-        self.up_proj = nn.Linear(h, a.ffn_hidden, bias=False)
-        self.down_proj = nn.Linear(a.ffn_hidden, h, bias=False)
+        Norm = FusedRMSNorm if "norm" in a.fused else RMSNorm
+        self.fused_act = "act" in a.fused
+        self.input_layernorm, self.post_attention_layernorm = Norm(h), Norm(h)
+
+        def lin(name, d_in, d_out):
+            if a.lora_rank > 0 and name in a.lora_targets:
+                return LoRALinear(d_in, d_out, a.lora_rank, 2 * a.lora_rank)
+            return nn.Linear(d_in, d_out, bias=False)
+
+        self.q_proj = lin("q_proj", h, self.nh * self.d)
+        self.k_proj = lin("k_proj", h, self.nkv * self.d)
+        self.v_proj = lin("v_proj", h, self.nkv * self.d)
+        self.o_proj = lin("o_proj", self.nh * self.d, h)
+        self.gate_proj = lin("gate_proj", h, a.ffn_hidden)
+        self.up_proj = lin("up_proj", h, a.ffn_hidden)
+        self.down_proj = lin("down_proj", a.ffn_hidden, h)
 
     def forward(self, x, cos, sin, mask):
         b, s, _ = x.shape
@@ -93,7 +157,10 @@ class LlamaBlock(nn.Module):
         o = torch.matmul(w, v).transpose(1, 2).contiguous().reshape(b, s, -1)
         x = res + self.o_proj(o)
         res, x = x, self.post_attention_layernorm(x)
-        x = self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+        if self.fused_act:
+            x = self.down_proj(FusedSwiGLUFn.apply(self.gate_proj(x), self.up_proj(x)))
+        else:
+            x = self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
         return res + x
 
 
@@ -128,7 +195,7 @@ class Model(nn.Module):
             self.wpe = nn.Embedding(a.seq_len, a.hidden)
             self.norm = nn.LayerNorm(a.hidden)
         else:
-            self.norm = RMSNorm(a.hidden)
+            self.norm = FusedRMSNorm(a.hidden) if "norm" in a.fused else RMSNorm(a.hidden)
             d = a.hidden // a.heads
             self.register_buffer("inv_freq", 1.0 / 10000.0 ** (torch.arange(0, d, 2).float() / d))
         Block = GPTBlock if a.arch == "gpt" else LlamaBlock
@@ -170,7 +237,12 @@ def main():
         p.add_argument("--" + name, type=int, default=val)
     p.add_argument("--recompute", choices=["none", "full"], default="none")
     p.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32")
+    p.add_argument("--fused", default="", help="comma list of norm,act: one-kernel RMSNorm / SwiGLU (llama)")
+    p.add_argument("--lora-rank", type=int, default=0, help="LoRA rank (0: full training)")
+    p.add_argument("--lora-targets", default="q_proj,v_proj", help="comma list of adapted projections (llama)")
     a = p.parse_args()
+    a.fused = [x for x in a.fused.split(",") if x]
+    a.lora_targets = [x for x in a.lora_targets.split(",") if x]
     a.kv_heads = a.kv_heads or a.heads
     a.ffn_hidden = a.ffn_hidden or (4 * a.hidden if a.arch == "gpt" else 688)
     if a.tied < 0:
@@ -180,8 +252,12 @@ def main():
     model = Model(a).to(dtype).train()
     ids = torch.randint(0, a.vocab, (a.micro_batch, a.seq_len))
     targets = torch.randint(0, a.vocab, (a.micro_batch * a.seq_len,))
-    params = list(model.parameters())  # shared (tied) parameters listed once
-    param_storages = {storage_of(t)[0] for t in params}
+    if a.lora_rank > 0:  # the base frozen, the adapters trainable (PEFT)
+        for n, t in model.named_parameters():
+            t.requires_grad_("lora_" in n)
+    all_params = list(model.parameters())  # shared (tied) parameters listed once
+    params = [t for t in all_params if t.requires_grad]
+    param_storages = {storage_of(t)[0] for t in all_params}
 
     # Pack hook records every saved tensor; unpack records which one was asked for, so
     # walking the graph afterwards (reading node._saved_*) names the op that saved it.
@@ -251,8 +327,8 @@ def main():
                 else:
                     opt_bytes += nb(v)
     print(json.dumps({
-        "args": vars(a), "loss": loss.item(), "params": sum(t.numel() for t in params),
-        "weights_bytes": sum(nb(t) for t in params),
+        "args": vars(a), "loss": loss.item(), "params": sum(t.numel() for t in all_params),
+        "trainable_params": sum(t.numel() for t in params), "weights_bytes": sum(nb(t) for t in all_params),
         "gradients_bytes": sum(nb(t.grad) for t in params if t.grad is not None),
         "optimizer_bytes": opt_bytes, "optimizer_step_bytes": step_bytes,
         "activations_bytes": act_bytes,

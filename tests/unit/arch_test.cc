@@ -212,30 +212,30 @@ TEST(Arch, LoraOnMlaUsesDeepseekModules) {
 
 TEST(Arch, MlaActivationsUseLatentAndHeadWidths) {
   // docs/model/memory.md §3.1 for DeepSeek-V2-Lite's dense layer, flash attention, no recompute,
-  // 16-bit, t = 1: norms 2 x 3 sbh x 2 B + 2 x 4 sb; q sb x 16*192; k + v sb x (16*192 + 16*128);
+  // 16-bit, t = 1: norms 2 x (3 sbh x 2 B + 2 B of the fp32 upcast input) + 2 x 4 sb; q sb x 16*192; k + v sb x (16*192 + 16*128);
   // o_proj input sb x 16*128; kv latent + rotary key sb x (512 + 64) and its norm 3 x sb x 512;
   // log-sum-exp 16 x sb x 4 B; SwiGLU 4 x sb x 10944.
   Job j = testing_util::MakeJob(
       "model: {preset: deepseek-v2-lite}\ntraining: {seq_len: 1024, micro_batch: 1, flash_attention: true, recompute: none}\n");
   const double sb = 1024, h = 2048;
-  const double expected = 2 * 3 * sb * h * 2 + 2 * 4 * sb + sb * 3072 * 2 + sb * (3072 + 2048) * 2 + sb * 2048 * 2 +
+  const double expected = 2 * (3 * 2 + 2) * sb * h + 2 * 4 * sb + sb * 3072 * 2 + sb * (3072 + 2048) * 2 + sb * 2048 * 2 +
                           (sb * (512 + 64) + 3 * sb * 512) * 2 + 16 * sb * 4 + 4 * sb * 10944 * 2;
   EXPECT_DOUBLE_EQ(LayerActivationBytes(j, false).saved_bytes, expected);
 }
 
 TEST(Arch, SandwichAndQkNormActivations) {
-  // Gemma 2: four norms per layer (3 sbh x 2 B each + 4 sb B rstd); q 16*256, k/v 8*256 each wide.
+  // Gemma 2: four norms per layer (3 sbh x 2 B + the fp32 upcast's 2 B each + 4 sb B rstd); q 16*256, k/v 8*256 each wide.
   Job j = testing_util::MakeJob(
       "model: {preset: gemma-2-9b}\ntraining: {seq_len: 1024, micro_batch: 1, flash_attention: true, recompute: none}\n");
   const double sb = 1024, h = 3584;
-  const double expected = 4 * 3 * sb * h * 2 + 4 * 4 * sb + sb * 4096 * 2 + sb * 4096 * 2 + sb * 4096 * 2 +
+  const double expected = 4 * (3 * 2 + 2) * sb * h + 4 * 4 * sb + sb * 4096 * 2 + sb * 4096 * 2 + sb * 4096 * 2 +
                           16 * sb * 4 + 4 * sb * 14336 * 2;
   EXPECT_DOUBLE_EQ(LayerActivationBytes(j, false).saved_bytes, expected);
   // Qwen3: q/k norms add the pre-norm q, k and x-hat (2 x sb x (4096 + 1024) x 2 B) and fp32 rstd per head.
   Job q = testing_util::MakeJob(
       "model: {preset: qwen3-8b}\ntraining: {seq_len: 1024, micro_batch: 1, flash_attention: true, recompute: none}\n");
   const double qh = 4096;
-  const double q_expected = 2 * 3 * sb * qh * 2 + 2 * 4 * sb + sb * 4096 * 2 + sb * 2048 * 2 + sb * 4096 * 2 +
+  const double q_expected = 2 * (3 * 2 + 2) * sb * qh + 2 * 4 * sb + sb * 4096 * 2 + sb * 2048 * 2 + sb * 4096 * 2 +
                             2 * sb * (4096 + 1024) * 2 + 4 * sb * (32 + 8) + 32 * sb * 4 + 4 * sb * 12288 * 2;
   EXPECT_DOUBLE_EQ(LayerActivationBytes(q, false).saved_bytes, q_expected);
 }

@@ -49,5 +49,29 @@ TEST(MemoryValidation, PeakMemoryOfEveryPublishedRow) {
   EXPECT_LE(torchtitan.back(), 0.25);
 }
 
+// Issue 18: over- and under-prediction apart, and the measured runs called out of memory (every
+// run in these files ran; at most 5 may be called OOM).
+TEST(MemoryValidation, OverUnderApartAndRunsCalledOutOfMemory) {
+  auto cat = LoadCatalog();
+  ASSERT_TRUE(cat.ok());
+  const std::string dir = std::string(GPUPLAN_SHARED_DIR) + "/validation/";
+  auto rep = ValidateRuns({dir + "runs.csv", dir + "memory.csv", dir + "peft_runs.csv"}, *cat, Calibration::Builtin());
+  ASSERT_TRUE(rep.ok()) << rep.status().ToString();
+  ASSERT_EQ(rep->memory_sides.size(), 2u);
+  EXPECT_EQ(rep->memory_sides[0].rows + rep->memory_sides[1].rows, rep->memory.rows);
+  EXPECT_GT(rep->memory_sides[0].mean_signed, 0);
+  EXPECT_LT(rep->memory_sides[1].mean_signed, 0);
+  int called = 0;
+  for (const auto& v : rep->rows) {
+    if (!v.used) continue;
+    EXPECT_GT(v.predicted_total_gib, 0) << v.row.line;
+    if (v.called_oom) ++called;
+  }
+  EXPECT_EQ(called, rep->memory_rows_called_oom + rep->throughput_rows_called_oom);
+  std::printf("memory rows called OOM %d, throughput rows called OOM %d\n", rep->memory_rows_called_oom,
+              rep->throughput_rows_called_oom);
+  EXPECT_LE(called, 5);
+}
+
 }  // namespace
 }  // namespace gpuplan

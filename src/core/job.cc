@@ -209,8 +209,8 @@ const std::vector<KeyEntry>& Entries() {
     add("model.head_dim", "head-dim", "head dimension; default hidden/heads", Int([](Job& j) -> int64_t& { return j.arch.head_dim; }, 1, kMaxDim));
     add("model.ffn_hidden", "ffn-hidden", "MLP inner size; default 4*hidden for gelu", Int([](Job& j) -> int64_t& { return j.arch.ffn_hidden; }, 1, kMaxDim));
     add("model.vocab", "vocab", "vocabulary size", Int([](Job& j) -> int64_t& { return j.arch.vocab; }, 1, kMaxDim));
-    add("model.mlp", "mlp", "gelu|swiglu (default swiglu)", [](Job& j, const std::string& s, const Location& w) -> Status {
-      auto v = ParseEnum<MlpKind>(s, w, {{"gelu", MlpKind::kGelu}, {"swiglu", MlpKind::kSwiGlu}});
+    add("model.mlp", "mlp", "gelu|swiglu|geglu (default swiglu)", [](Job& j, const std::string& s, const Location& w) -> Status {
+      auto v = ParseEnum<MlpKind>(s, w, {{"gelu", MlpKind::kGelu}, {"swiglu", MlpKind::kSwiGlu}, {"geglu", MlpKind::kGeGlu}});
       if (!v.ok()) return v.status();
       j.arch.mlp = *v;
       return Status::Ok();
@@ -301,11 +301,10 @@ const std::vector<KeyEntry>& Entries() {
       j.training.lora.alpha = *v;
       return Status::Ok();
     });
-    add("training.lora.targets", "lora-targets", "comma list: q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj,all-linear", [](Job& j, const std::string& s, const Location& w) -> Status {
-      std::vector<std::string> out = SplitList(s);
-      for (const auto& t : out)
-        if (!IsKnownLoraTarget(t)) return Bad(w, "unknown LoRA target '" + t + "'");
-      j.training.lora.targets = out;
+    add("training.lora.targets", "lora-targets", "comma list in any framework's names: q_proj,...,down_proj (HF), output_proj,w1,w2,w3 (torchtune), linear_qkv,linear_proj,linear_fc1,linear_fc2 (Megatron), globs (*_proj), regular expressions, all-linear", [](Job& j, const std::string& s, const Location& w) -> Status {
+      auto out = ResolveLoraTargets(SplitList(s), w);
+      if (!out.ok()) return out.status();
+      j.training.lora.targets = *out;
       return Status::Ok();
     });
     add("training.data_bytes_per_token", "data-bytes-per-token", "bytes the loader reads per token (default 4)", Real([](Job& j) -> double& { return j.training.data_bytes_per_token; }, [](double v) { return !(v <= 0 || v > 1e6); }, "must be in (0, 1e6]"));

@@ -254,10 +254,8 @@ LayerActivation LayerActivationBytes(const Job& job, bool moe_layer) {
   double lora = 0;
   if (IsAdapterMethod(job.training.method)) {
     int targets = 0;
-    for (const auto& name : {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}) {
-      for (const auto& tgt : job.training.lora.targets)
-        if (tgt == name || tgt == "all-linear") ++targets;
-    }
+    for (const auto& name : {"q_proj", "k_proj", "v_proj", "linear_qkv", "o_proj", "gate_proj", "up_proj", "linear_fc1", "down_proj"})
+      targets += LoraTargets(job.training.lora, name) ? 1 : 0;
     lora = targets * sb * tr.lora.rank * ab;
     // §3.3 DoRA (PEFT's DoraLinearLayer): the output is rescaled by the magnitude over the
     // (detached) weight norm, (m/||W'|| - 1) * base + m/||W'|| * lora * scale: the product saves

@@ -389,7 +389,8 @@ const std::vector<KeyEntry>& Entries() {
     // cluster
     add("cluster.gpu", "gpu", "GPU id or alias (gpuplan catalog gpus) (default h100-sxm-80gb)", Str([](Job& j) -> std::string& { return j.cluster.gpu; }));
     add("cluster.num_gpus", "num-gpus", "GPUs in the job (default tp*pp*cp*dp)", Int([](Job& j) -> int64_t& { return j.cluster.num_gpus; }, 1, kMaxGpus));
-    add("cluster.gpus_per_node", "gpus-per-node", "GPUs per node (default 8)", Int([](Job& j) -> int64_t& { return j.cluster.gpus_per_node; }, 1, 64));
+    add("cluster.gpus_per_node", "gpus-per-node", "GPUs per node (default 8)", Int([](Job& j) -> int64_t& { return j.cluster.gpus_per_node; }, 1, 72));
+    add("cluster.nvlink_domain", "nvlink-domain", "GPUs one NVLink fabric joins across nodes, a multiple of gpus_per_node (GB200 NVL72: 72) (default: the GPU's, else the node)", Int([](Job& j) -> int64_t& { return j.cluster.nvlink_domain; }, 1, 100000));
     add("cluster.intra_node", "intra-node", "intra-node link id (gpuplan catalog links) (default: the GPU's)", Str([](Job& j) -> std::string& { return j.cluster.intra_node; }));
     add("cluster.network", "network", "inter-node link id (gpuplan catalog links)", Str([](Job& j) -> std::string& { return j.cluster.network; }));
     add("cluster.nics_per_node", "nics-per-node", "network ports per node (default one per GPU)", Int([](Job& j) -> int64_t& { return j.cluster.nics_per_node; }, 1, 64));
@@ -809,6 +810,9 @@ Status FinalizeJob(Job& job) {
     return Bad(loc("parallel.dp"), "dp*tp*pp*cp = " + std::to_string(p.dp * model_parallel) + " but num_gpus = " + std::to_string(c.num_gpus));
   if (p.ep > p.dp * p.tp) return Bad(loc("parallel.ep"), "ep must be <= dp*tp");
   if (c.gpus_per_node > c.num_gpus) c.gpus_per_node = c.num_gpus;
+  if (c.nvlink_domain > 0 && (c.nvlink_domain < c.gpus_per_node || c.nvlink_domain % c.gpus_per_node != 0))
+    return Bad(loc("cluster.nvlink_domain"), "must be a whole number of nodes: a multiple of gpus_per_node=" +
+                                                 std::to_string(c.gpus_per_node) + ", got " + std::to_string(c.nvlink_domain));
   if (t.global_batch == 0) t.global_batch = t.micro_batch * p.dp;
   if (t.global_batch % (t.micro_batch * p.dp) != 0)
     return Bad(loc("training.global_batch"), "global_batch=" + std::to_string(t.global_batch) + " is not a multiple of micro_batch*dp=" + std::to_string(t.micro_batch * p.dp));

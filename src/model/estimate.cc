@@ -199,6 +199,8 @@ Result<HardwareContext> ResolveHardware(const Job& job, const Catalog& catalog, 
       intra_id = "nvlink-bridge";
     } else if (l == "xgmi") {
       intra_id = hw.gpu.id.find("mi250") != std::string::npos ? "xgmi-mi250x" : "xgmi-mi300x";
+    } else if (auto own = catalog.FindLink(l); own.ok() && own->kind != "pcie") {
+      intra_id = l;  // N§5 the GPU's own fabric row (Huawei HCCS, ...)
     } else {
       const int gen = static_cast<int>(hw.gpu.pcie_gen.value_or(4));
       intra_id = "pcie" + std::to_string(gen) + "-x16";
@@ -300,9 +302,9 @@ struct GroupPlacement {
   int64_t tp_per_node, cp_per_node, ep_per_node;
 };
 
-// N§6 rank order tp (innermost), cp, dp (ep inside dp), pp (outermost), as Megatron-LM lays it out.
-GroupPlacement Place(const Job& j) {
-  const int64_t g = j.cluster.gpus_per_node;
+// N§6 rank order tp (innermost), cp, dp (ep inside dp), pp (outermost), as Megatron-LM lays it out,
+// in NVLink domains of g GPUs (the node, or an NVL72 rack).
+GroupPlacement Place(const Job& j, int64_t g) {
   const ParallelSpec& p = j.parallel;
   GroupPlacement gp;
   gp.tp_per_node = std::min(p.tp, g);
@@ -474,9 +476,10 @@ StepEstimate EstimateStep(const Job& job, const HardwareContext& hw) {
 
   StepBreakdown& b = e.breakdown;
   b.compute_s = m * t_mb_compute;
-  const GroupPlacement gp = Place(job);
+  const int64_t domain = NvlinkDomainGpus(job, hw);
+  const GroupPlacement gp = Place(job, domain);
   CommDetail& cd = e.comm;
-  cd.tp_crosses_nodes = par.tp > job.cluster.gpus_per_node;
+  cd.tp_crosses_nodes = par.tp > domain;
 
   // ---- N§4 tensor parallel: 2 all-reduces of T x h per layer forward and 2 backward (+2 for a
   // full recompute); with SP the same bytes move as all-gather + reduce-scatter.
@@ -510,7 +513,7 @@ StepEstimate EstimateStep(const Job& job, const HardwareContext& hw) {
   // paced by its slowest hop. The next micro-batch's compute hides pp_comm_overlap of it, but
   // never more than that share of the compute there is.
   if (par.pp > 1) {
-    PipelineP2P(par, job.cluster.gpus_per_node, T * h * ab / rep, m, hw, cd);
+    PipelineP2P(par, domain, T * h * ab / rep, m, hw, cd);
     b.pp_comm_s = cd.pp_s - k.pp_overlap * std::min(cd.pp_s, b.compute_s);
   }
   // ---- N§4 expert parallel: dispatch + combine all-to-all, forward and backward.
@@ -530,7 +533,7 @@ StepEstimate EstimateStep(const Job& job, const HardwareContext& hw) {
   const double trainable_local = lora ? static_cast<double>(CountLoraParams(a, tr.lora)) / (t * par.pp) : params_local;
   const double gbytes = GradBytesPerParam(job), wbytes = WeightBytesPerParam(job);
   if (dpn > 1) {
-    const int64_t dp_per_node = std::min<int64_t>(dpn, std::max<int64_t>(1, job.cluster.gpus_per_node / par.tp));
+    const int64_t dp_per_node = std::min<int64_t>(dpn, std::max<int64_t>(1, domain / par.tp));
     cd.dp_crosses_nodes = dp_per_node < dpn;
     const double G = trainable_local * gbytes, W = (lora ? params_local : trainable_local) * wbytes;
     cd.dp_busbw_bytes_per_s = BusBandwidth(Collective::kAllReduce, G, dpn, dp_per_node, hw);
@@ -648,8 +651,9 @@ std::vector<CommPart> CommParts(const Job& job, const HardwareContext& hw, const
       std::snprintf(rate, sizeof rate, " (intra-node, %.3g GB/s per GPU)", hw.intra_bytes_per_s / 1e9);
     return (inter ? hw.inter.name : hw.intra.name) + rate;
   };
-  // N§6 placement: tp innermost, then cp, then dp (ep inside dp), pp outermost.
-  const bool cp_inter = p.tp * p.cp > g, ep_inter = p.tp * p.cp * p.ep > g;
+  // N§6 placement: tp innermost, then cp, then dp (ep inside dp), pp outermost, in NVLink domains.
+  const int64_t domain = NvlinkDomainGpus(job, hw);
+  const bool cp_inter = p.tp * p.cp > domain, ep_inter = p.tp * p.cp * p.ep > domain;
   const bool pp_inter = e.comm.pp_crosses_nodes && e.comm.pp_cross_s >= e.comm.pp_intra_s;
   std::vector<CommPart> parts = {
       {"tp", "tensor-parallel collectives", b.tp_comm_s, e.comm.tp_crosses_nodes, link(e.comm.tp_crosses_nodes)},

@@ -247,6 +247,9 @@ std::string ValidationToText(const ValidationReport& r, bool all_rows) {
   }
   summary(r.by_gpu, "throughput by GPU:");
   out += "\nrows not predicted: " + std::to_string(skipped) + (all_rows ? "" : " (--all lists each with its reason)") + "\n";
+  const auto unreadable = std::count_if(r.rows.begin(), r.rows.end(), [](const ValidatedRow& v) { return !v.row.unreadable.empty(); });
+  if (unreadable > 0)
+    out += "rows skipped for an unreadable cell: " + std::to_string(unreadable) + " (each named on stderr)\n";
   return out;
 }
 

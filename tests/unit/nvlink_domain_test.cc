@@ -47,7 +47,7 @@ TEST(NvlinkDomain, Gb200TraysFormOneNvl72Domain) {
 
 TEST(NvlinkDomain, LimitsAndBadValues) {
   auto fin = [](const std::string& yaml) -> Status {
-    auto j = ParseJobText(yaml, "job.yaml");
+    auto j = ParseJobText("model: {preset: llama-2-70b}\n" + yaml, "job.yaml");
     if (!j.ok()) return j.status();
     Job job = *j;
     return FinalizeJob(job);
@@ -58,10 +58,10 @@ TEST(NvlinkDomain, LimitsAndBadValues) {
   EXPECT_NE(over.ToString().find("cluster.gpus_per_node"), std::string::npos) << over.ToString();
   const Status odd = fin("cluster: {gpu: gb200, gpus_per_node: 4, nvlink_domain: 70, num_gpus: 72}\n");
   ASSERT_FALSE(odd.ok());
-  EXPECT_NE(odd.ToString().find("job.yaml:1: cluster.nvlink_domain: must be a whole number of nodes"), std::string::npos)
+  EXPECT_NE(odd.ToString().find("job.yaml:2: cluster.nvlink_domain: must be a whole number of nodes"), std::string::npos)
       << odd.ToString();
   // A PCIe part keeps its node as the domain; an H100 HGX node too (no nvlink_domain_gpus).
-  const Job h100 = MakeJob("cluster: {gpu: h100, gpus_per_node: 8, num_gpus: 16}\nparallel: {tp: 8}\n");
+  const Job h100 = MakeJob("model: {preset: llama-2-70b}\ncluster: {gpu: h100, gpus_per_node: 8, num_gpus: 16}\nparallel: {tp: 8}\n");
   EXPECT_EQ(NvlinkDomainGpus(h100, Hw(h100)), 8);
 }
 

@@ -144,7 +144,19 @@ struct LoraSpec {
 };
 // Trainable adapter parameters (exact in 128 bits, saturating at INT64_MAX); unknown target names are reported with their location by the parser.
 int64_t CountLoraParams(const Arch& arch, const LoraSpec& lora);
+// gpuplan's own module names (LoraSpec::targets after ResolveLoraTargets): the Hugging Face
+// projections, the fused linear_qkv / linear_fc1 of Megatron-Core, DeepSeek's MLA names, all-linear.
 bool IsKnownLoraTarget(const std::string& name);
+// Whether `lora` adapts module `name` (one of IsKnownLoraTarget's): listed, or all-linear for an
+// unfused projection (all-linear adapts each projection once, never a fused name besides).
+bool LoraTargets(const LoraSpec& lora, const std::string& name);
+// Target names as each framework writes them -> gpuplan's module names (docs/model/finetune.md
+// FT§0): Hugging Face/PEFT (q_proj..down_proj), torchtune (output_proj, w1/w2/w3), Megatron-Core
+// (linear_qkv, linear_proj, linear_fc1, linear_fc2), other families' fused names (qkv_proj,
+// query_key_value, gate_up_proj, ...), globs (*_proj), PEFT-style regular expressions matched
+// against the module's name or path, and all-linear. An unknown name, a pattern that matches no
+// module, or fused and separate names for the same projections is an error at `where`.
+Result<std::vector<std::string>> ResolveLoraTargets(const std::vector<std::string>& names, const Location& where);
 
 // Checks the shape is consistent (heads divide hidden, kv_heads divide heads, ...), every dimension
 // at most 2^24 and the whole count at most kMaxParamCount (an error at the key that makes it).

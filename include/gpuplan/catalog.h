@@ -22,6 +22,9 @@ struct GpuSpec {
   bool fp8_supported = false, bf16_supported = false;
   std::string intra_link;                       // nvlink4, pcie, ...
   std::optional<double> nvlink_bytes_per_s_per_dir;
+  // GPUs one NVLink fabric joins beyond the node (column nvlink_domain_gpus: 72 for GB200/GB300
+  // NVL72); nullopt = the node (docs/model/communication.md §6).
+  std::optional<int64_t> nvlink_domain_gpus;
   std::optional<double> pcie_gen, pcie_lanes;
   std::optional<double> tdp_w;  // board power (W) the catalog peaks are rated at
   // GPUs in one box can DMA to each other (column p2p; unknown = true). GeForce cards cannot on

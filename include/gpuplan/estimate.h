@@ -174,6 +174,11 @@ double CollectiveTime(Collective c, double bytes, int64_t n, int64_t per_node, c
 // NICs shared by every rank of it that sends across).
 void PipelineP2P(const ParallelSpec& p, int64_t gpus_per_node, double msg_bytes, double micro_batches,
                  const HardwareContext& hw, CommDetail& cd);
+// N§6 the GPUs that talk over the intra-node link: cluster.nvlink_domain, else the GPU's
+// nvlink_domain_gpus (GB200 NVL72: 72) when its node link is NVLink/NVSwitch, else gpus_per_node.
+// Collectives and pipeline hops place ranks in groups of this size ("node" in §2-§3).
+int64_t NvlinkDomainGpus(const ClusterSpec& cluster, const GpuSpec& gpu, const LinkSpec& intra);
+int64_t NvlinkDomainGpus(const Job& job, const HardwareContext& hw);
 // nccl-tests bus bandwidth of that collective (bytes/s), for validation.
 double BusBandwidth(Collective c, double bytes, int64_t n, int64_t per_node, const HardwareContext& hw);
 

@@ -97,6 +97,9 @@ struct ClusterSpec {
   std::string gpu = "h100-sxm-80gb";  // Default: h100-sxm-80gb.
   int64_t num_gpus = 0;           // Default: 0 = tp * pp * cp * max(dp, 1).
   int64_t gpus_per_node = 8;      // Default: 8.
+  // GPUs one NVLink/NVSwitch fabric joins (GB200/GB300 NVL72: 72 across 18 trays of 4); a multiple
+  // of gpus_per_node. Default: 0 = the GPU's nvlink_domain_gpus (gpus.csv) on NVLink parts, else the node.
+  int64_t nvlink_domain = 0;
   std::string intra_node;         // Default: "" = the GPU's own link (catalog).
   std::string network;            // Default: "" = by GPU class (docs/model/communication.md).
   int64_t nics_per_node = 0;      // Default: 0 = one per GPU (rail-optimized) on RDMA fabrics, one per node on TCP.

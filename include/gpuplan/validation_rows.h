@@ -23,6 +23,7 @@ struct MeasuredRow {
   Job job;                   // the configuration, ready for the estimators
   bool usable = false;
   std::string skip_reason;   // why a row cannot be modelled (never dropped silently)
+  std::string unreadable;    // a cell that could not be read: "file:line: column: reason" ("" = none)
   bool compiled = false;     // torch.compile in the notes
   bool fsdp_pure_bf16 = false;  // FSDP mixed_precision=PURE (bf16 grads/reduce)
   bool dp_overlap = true;    // gradient reduce overlapped with backward

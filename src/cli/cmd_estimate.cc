@@ -109,6 +109,9 @@ int CmdValidate(const std::vector<std::string>& argv) {
   }
   auto rep = ValidateRuns(args->positional, *catalog, *cal, loso ? &*loso : nullptr);
   if (!rep.ok()) return Fail(rep.status());
+  // A row with an unreadable cell is skipped, not the file: each is named here (file:line: column: reason).
+  for (const auto& v : rep->rows)
+    if (!v.row.unreadable.empty()) std::fprintf(stderr, "gpuplan: warning: %s (row skipped)\n", v.row.unreadable.c_str());
   std::printf("%s", ValidationToText(*rep, args->Has("all")).c_str());
   const std::string out = args->Get("write", "-");
   if (out != "-") {

@@ -88,6 +88,9 @@ Result<GpuSpec> ReadGpu(const CsvRecord& r) {
   g.bf16_supported = r.Str("bf16_tflops") != "none";
   g.intra_link = r.Str("intra_link");
   OPT(g.nvlink_bytes_per_s_per_dir, r, "nvlink_bw_gb_per_s_per_dir", kGB, kGbPerS);
+  auto domain = r.OptInteger("nvlink_domain_gpus", 1, 100000);  // optional column; blank = the node
+  if (!domain.ok()) return domain.status();
+  g.nvlink_domain_gpus = *domain;
   OPT_INT(g.pcie_gen, r, "pcie_gen", 1, 6);  // the link pcie<gen>-x16 must exist too (CheckReferences)
   OPT_INT(g.pcie_lanes, r, "pcie_lanes", 1, 32);
   OPT(g.tdp_w, r, "tdp_w", 1.0, (NumberRange{1, 1e5}));  // the column is optional in override files

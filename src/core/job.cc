@@ -209,8 +209,8 @@ const std::vector<KeyEntry>& Entries() {
     add("model.head_dim", "head-dim", "head dimension; default hidden/heads", Int([](Job& j) -> int64_t& { return j.arch.head_dim; }, 1, kMaxDim));
     add("model.ffn_hidden", "ffn-hidden", "MLP inner size; default 4*hidden for gelu", Int([](Job& j) -> int64_t& { return j.arch.ffn_hidden; }, 1, kMaxDim));
     add("model.vocab", "vocab", "vocabulary size", Int([](Job& j) -> int64_t& { return j.arch.vocab; }, 1, kMaxDim));
-    add("model.mlp", "mlp", "gelu|swiglu (default swiglu)", [](Job& j, const std::string& s, const Location& w) -> Status {
-      auto v = ParseEnum<MlpKind>(s, w, {{"gelu", MlpKind::kGelu}, {"swiglu", MlpKind::kSwiGlu}});
+    add("model.mlp", "mlp", "gelu|swiglu|geglu (default swiglu)", [](Job& j, const std::string& s, const Location& w) -> Status {
+      auto v = ParseEnum<MlpKind>(s, w, {{"gelu", MlpKind::kGelu}, {"swiglu", MlpKind::kSwiGlu}, {"geglu", MlpKind::kGeGlu}});
       if (!v.ok()) return v.status();
       j.arch.mlp = *v;
       return Status::Ok();
@@ -303,11 +303,10 @@ const std::vector<KeyEntry>& Entries() {
       j.training.lora.alpha = *v;
       return Status::Ok();
     });
-    add("training.lora.targets", "lora-targets", "comma list: q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj,all-linear", [](Job& j, const std::string& s, const Location& w) -> Status {
-      std::vector<std::string> out = SplitList(s);
-      for (const auto& t : out)
-        if (!IsKnownLoraTarget(t)) return Bad(w, "unknown LoRA target '" + t + "'");
-      j.training.lora.targets = out;
+    add("training.lora.targets", "lora-targets", "comma list in any framework's names: q_proj,...,down_proj (HF), output_proj,w1,w2,w3 (torchtune), linear_qkv,linear_proj,linear_fc1,linear_fc2 (Megatron), globs (*_proj), regular expressions, all-linear", [](Job& j, const std::string& s, const Location& w) -> Status {
+      auto out = ResolveLoraTargets(SplitList(s), w);
+      if (!out.ok()) return out.status();
+      j.training.lora.targets = *out;
       return Status::Ok();
     });
     add("training.data_bytes_per_token", "data-bytes-per-token", "bytes the loader reads per token (default 4)", Real([](Job& j) -> double& { return j.training.data_bytes_per_token; }, [](double v) { return !(v <= 0 || v > 1e6); }, "must be in (0, 1e6]"));
@@ -402,7 +401,8 @@ const std::vector<KeyEntry>& Entries() {
     // cluster
     add("cluster.gpu", "gpu", "GPU id or alias (gpuplan catalog gpus) (default h100-sxm-80gb)", Str([](Job& j) -> std::string& { return j.cluster.gpu; }));
     add("cluster.num_gpus", "num-gpus", "GPUs in the job (default tp*pp*cp*dp)", Int([](Job& j) -> int64_t& { return j.cluster.num_gpus; }, 1, kMaxGpus));
-    add("cluster.gpus_per_node", "gpus-per-node", "GPUs per node (default 8)", Int([](Job& j) -> int64_t& { return j.cluster.gpus_per_node; }, 1, 64));
+    add("cluster.gpus_per_node", "gpus-per-node", "GPUs per node (default 8)", Int([](Job& j) -> int64_t& { return j.cluster.gpus_per_node; }, 1, 72));
+    add("cluster.nvlink_domain", "nvlink-domain", "GPUs one NVLink fabric joins across nodes, a multiple of gpus_per_node (GB200 NVL72: 72) (default: the GPU's, else the node)", Int([](Job& j) -> int64_t& { return j.cluster.nvlink_domain; }, 1, 100000));
     add("cluster.intra_node", "intra-node", "intra-node link id (gpuplan catalog links) (default: the GPU's)", Str([](Job& j) -> std::string& { return j.cluster.intra_node; }));
     add("cluster.network", "network", "inter-node link id (gpuplan catalog links)", Str([](Job& j) -> std::string& { return j.cluster.network; }));
     add("cluster.nics_per_node", "nics-per-node", "network ports per node (default one per GPU)", Int([](Job& j) -> int64_t& { return j.cluster.nics_per_node; }, 1, 64));
@@ -825,6 +825,9 @@ Status FinalizeJob(Job& job) {
     return Bad(loc("parallel.dp"), "dp*tp*pp*cp = " + std::to_string(p.dp * model_parallel) + " but num_gpus = " + std::to_string(c.num_gpus));
   if (p.ep > p.dp * p.tp) return Bad(loc("parallel.ep"), "ep must be <= dp*tp");
   if (c.gpus_per_node > c.num_gpus) c.gpus_per_node = c.num_gpus;
+  if (c.nvlink_domain > 0 && (c.nvlink_domain < c.gpus_per_node || c.nvlink_domain % c.gpus_per_node != 0))
+    return Bad(loc("cluster.nvlink_domain"), "must be a whole number of nodes: a multiple of gpus_per_node=" +
+                                                 std::to_string(c.gpus_per_node) + ", got " + std::to_string(c.nvlink_domain));
   if (t.global_batch == 0) t.global_batch = t.micro_batch * p.dp;
   if (t.global_batch % (t.micro_batch * p.dp) != 0)
     return Bad(loc("training.global_batch"), "global_batch=" + std::to_string(t.global_batch) + " is not a multiple of micro_batch*dp=" + std::to_string(t.micro_batch * p.dp));

@@ -165,6 +165,7 @@ void ParallelClusterKeys(const Job& job, std::map<std::string, std::string>& out
   out["cluster.gpu"] = c.gpu;
   if (c.num_gpus > 0) out["cluster.num_gpus"] = Int(c.num_gpus);
   out["cluster.gpus_per_node"] = Int(c.gpus_per_node);
+  if (c.nvlink_domain > 0) out["cluster.nvlink_domain"] = Int(c.nvlink_domain);
   if (!c.intra_node.empty()) out["cluster.intra_node"] = c.intra_node;
   if (!c.network.empty()) out["cluster.network"] = c.network;
   if (!c.storage.empty()) out["cluster.storage"] = c.storage;

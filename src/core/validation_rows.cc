@@ -261,12 +261,13 @@ std::string ReadFineTuning(const std::map<std::string, std::string>& nm, Measure
 }
 
 // Reads a whole-number column into `out`, or returns its error from the enclosing function.
-#define WHOLE(out, r, col, ...)                        \
-  do {                                                 \
-    auto _w = Whole(r, col, ##__VA_ARGS__);            \
-    if (!_w.ok()) return _w.status();                  \
-    (out) = *_w;                                       \
-  } while (0)
+// Inside the row loop: an unreadable cell skips the row with a warning naming the cell.
+#define WHOLE(out, r, col, ...)                                    \
+  if (auto _w = Whole(r, col, ##__VA_ARGS__); !_w.ok()) {          \
+    unreadable(_w.status());                                       \
+    continue;                                                      \
+  } else                                                           \
+    (out) = *_w
 
 }  // namespace
 
@@ -334,9 +335,15 @@ Result<std::vector<MeasuredRow>> ReadMeasuredRows(const std::string& path, const
       m.skip_reason = why;
       out.push_back(m);
     };
+    // A cell that cannot be read (not a number, out of range) skips its row, not the file: the
+    // warning names it as file:line: column: reason (docs/validation-rows.md).
+    auto unreadable = [&](const Status& st) {
+      m.unreadable = st.ToString();
+      skip("unreadable cell: " + st.ToString());
+    };
     // A measurement is a positive finite number (it divides the error); empty/unknown skips the row.
     auto value = r.OptNumber("measured_value", {0, 1e18, /*min_exclusive=*/true});
-    if (!value.ok()) return value.status();
+    if (!value.ok()) { unreadable(value.status()); continue; }
     if (!value->has_value()) { skip("no numeric measured_value"); continue; }
     m.measured = **value;
     if (Contains(notes, "not a measurement")) { skip("analytical value, not a measurement"); continue; }
@@ -351,7 +358,9 @@ Result<std::vector<MeasuredRow>> ReadMeasuredRows(const std::string& path, const
     WHOLE(a.vocab, r, "vocab");
     if (a.layers == 0 || a.hidden == 0 || a.heads == 0 || a.vocab == 0) { skip("architecture columns incomplete"); continue; }
     ApplyFamily(a, m.model_name, notes);
-    if (a.position == PositionKind::kLearned) WHOLE(a.max_positions, r, "seq_len");
+    if (a.position == PositionKind::kLearned) {
+      WHOLE(a.max_positions, r, "seq_len");
+    }
     if (a.mlp == MlpKind::kGelu && a.ffn_hidden == 0) a.ffn_hidden = 4 * a.hidden;  // <= 4e8: no overflow
     if (a.mlp == MlpKind::kSwiGlu && a.ffn_hidden == 0) { skip("ffn_hidden missing for a SwiGLU model"); continue; }
     TrainingSpec& t = j.training;
@@ -452,16 +461,18 @@ Result<std::vector<MeasuredRow>> ReadMeasuredRows(const std::string& path, const
       c.intra_node = "pcie" + std::to_string(static_cast<int>(g.ok() ? g->pcie_gen.value_or(4) : 4)) + "-x16";
     }
     auto accum = NoteInt(notes, "grad_accum", r.Where("notes"));
-    if (!accum.ok()) return accum.status();
+    if (!accum.ok()) { unreadable(accum.status()); continue; }
     // micro_batch, dp and grad_accum are each <= 1e7, so their product (<= 1e21) can pass int64: the
     // batch is computed in 128 bits and one above kMaxBatch is an error at global_batch.
     const __int128 per_step = static_cast<__int128>(t.micro_batch) * p.dp;  // >= 1: micro_batch > 0 here
     __int128 global = t.global_batch;
     if (global == 0) global = per_step * std::max<int64_t>(1, *accum);
     if (global % per_step != 0) global = per_step * std::max<__int128>(1, global / per_step);
-    if (global > kMaxBatch)
-      return Status::BadInput(r.Where("global_batch"), "micro_batch x dp x grad_accum is above " +
-                                                           std::to_string(kMaxBatch) + " sequences");
+    if (global > kMaxBatch) {
+      unreadable(Status::BadInput(r.Where("global_batch"), "micro_batch x dp x grad_accum is above " +
+                                                               std::to_string(kMaxBatch) + " sequences"));
+      continue;
+    }
     t.global_batch = static_cast<int64_t>(global);
     Status st = FinalizeJob(j);
     if (!st.ok()) { skip("inconsistent configuration: " + st.reason()); continue; }

@@ -3,8 +3,12 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <regex>
+
+#include <fnmatch.h>
 
 #include "gpuplan/arch.h"
+#include "gpuplan/strings.h"
 
 namespace gpuplan {
 
@@ -188,20 +192,157 @@ double AttendedKeysPerQuery(const Arch& a, double seq_len, bool causal) {
   return share * windowed + (1 - share) * full;
 }
 
+namespace {
+
+// FT§0 one adaptable linear of a layer under one framework's name. `module` is gpuplan's name
+// (the Hugging Face projection, or the fused linear_qkv / linear_fc1 of Megatron-Core), `scheme`
+// the framework whose names globs and regular expressions are matched against ("" = exact only),
+// `path` the module's parent in that framework's model (for PEFT-style regular expressions).
+struct LoraName {
+  const char* module;
+  const char* name;
+  const char* scheme;
+  const char* path;
+};
+
+constexpr const char* kHfAttn = "model.layers.0.self_attn.";
+constexpr const char* kHfMlp = "model.layers.0.mlp.";
+constexpr const char* kTtAttn = "layers.0.attn.";
+constexpr const char* kTtMlp = "layers.0.mlp.";
+constexpr const char* kMcAttn = "decoder.layers.0.self_attention.";
+constexpr const char* kMcMlp = "decoder.layers.0.mlp.";
+
+constexpr LoraName kLoraNames[] = {
+    // Hugging Face transformers (Llama, Mistral, Qwen, Gemma; PEFT target_modules) and DeepSeek MLA.
+    {"q_proj", "q_proj", "hf", kHfAttn},
+    {"k_proj", "k_proj", "hf", kHfAttn},
+    {"v_proj", "v_proj", "hf", kHfAttn},
+    {"o_proj", "o_proj", "hf", kHfAttn},
+    {"gate_proj", "gate_proj", "hf", kHfMlp},
+    {"up_proj", "up_proj", "hf", kHfMlp},
+    {"down_proj", "down_proj", "hf", kHfMlp},
+    {"q_a_proj", "q_a_proj", "hf", kHfAttn},
+    {"q_b_proj", "q_b_proj", "hf", kHfAttn},
+    {"kv_a_proj_with_mqa", "kv_a_proj_with_mqa", "hf", kHfAttn},
+    {"kv_b_proj", "kv_b_proj", "hf", kHfAttn},
+    // torchtune (lora_attn_modules; apply_lora_to_mlp adapts w1 = gate, w2 = down, w3 = up).
+    {"q_proj", "q_proj", "torchtune", kTtAttn},
+    {"k_proj", "k_proj", "torchtune", kTtAttn},
+    {"v_proj", "v_proj", "torchtune", kTtAttn},
+    {"o_proj", "output_proj", "torchtune", kTtAttn},
+    {"gate_proj", "w1", "torchtune", kTtMlp},
+    {"down_proj", "w2", "torchtune", kTtMlp},
+    {"up_proj", "w3", "torchtune", kTtMlp},
+    // Megatron-Core / NeMo / Megatron-Bridge LoRA target_modules: q, k, v in one linear; gate and up in one.
+    {"linear_qkv", "linear_qkv", "megatron", kMcAttn},
+    {"o_proj", "linear_proj", "megatron", kMcAttn},
+    {"linear_fc1", "linear_fc1", "megatron", kMcMlp},
+    {"down_proj", "linear_fc2", "megatron", kMcMlp},
+    // Other Hugging Face families' module names (exact names only): fused q/k/v (Phi-3, GPT-NeoX,
+    // Falcon, Baichuan, MPT, GPT-2), fused or plain first MLP matrix, output projections.
+    {"linear_qkv", "qkv_proj", "", ""},
+    {"linear_qkv", "query_key_value", "", ""},
+    {"linear_qkv", "w_pack", "", ""},
+    {"linear_qkv", "wqkv", "", ""},
+    {"linear_qkv", "c_attn", "", ""},
+    {"linear_fc1", "gate_up_proj", "", ""},
+    {"linear_fc1", "dense_h_to_4h", "", ""},
+    {"linear_fc1", "c_fc", "", ""},
+    {"linear_fc1", "fc1", "", ""},
+    {"down_proj", "dense_4h_to_h", "", ""},
+    {"down_proj", "fc2", "", ""},
+    {"down_proj", "c_proj", "", ""},  // GPT-2's c_proj is both the attention output and the MLP down
+    {"o_proj", "c_proj", "", ""},
+    {"o_proj", "dense", "", ""},
+    {"o_proj", "out_proj", "", ""},
+};
+
+// gpuplan's module names in the order they are stored.
+constexpr const char* kLoraModules[] = {"q_proj",   "k_proj",    "v_proj",   "linear_qkv", "o_proj",
+                                        "gate_proj", "up_proj",  "linear_fc1", "down_proj", "q_a_proj",
+                                        "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj", "all-linear"};
+
+bool IsRegexTarget(const std::string& t) {
+  return t.find_first_of("\\()|[]^$+{}") != std::string::npos || t.find(".*") != std::string::npos ||
+         t.find(".+") != std::string::npos;
+}
+
+bool Has(const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+
+// The modules one target names. A glob or regular expression is matched against each
+// framework's names (and, for a regular expression, the module's path in that framework's model,
+// PEFT's re.fullmatch); when it names both separate and fused forms of the same projections (*
+// matches q_proj and linear_qkv) the separate ones are meant. Throws std::regex_error.
+std::vector<std::string> MatchTarget(const std::string& target) {
+  std::vector<std::string> out;
+  const std::string t = Lower(target);
+  if (t == "all-linear" || t == "all_linear") return {"all-linear"};
+  const bool regex = IsRegexTarget(t), glob = !regex && t.find_first_of("*?") != std::string::npos;
+  std::regex re;
+  if (regex) re = std::regex(t, std::regex::ECMAScript | std::regex::icase);
+  for (const auto& n : kLoraNames) {
+    bool hit = false;
+    if (!regex && !glob) hit = t == n.name;
+    else if (n.scheme[0] == '\0') hit = false;
+    else if (glob) hit = fnmatch(t.c_str(), n.name, 0) == 0;
+    else hit = std::regex_match(std::string(n.name), re) || std::regex_match(std::string(n.path) + n.name, re);
+    if (hit && !Has(out, n.module)) out.push_back(n.module);
+  }
+  if (regex || glob) {
+    auto drop = [&](const char* fused, std::initializer_list<const char*> parts) {
+      for (const char* p : parts)
+        if (Has(out, p)) out.erase(std::remove(out.begin(), out.end(), fused), out.end());
+    };
+    drop("linear_qkv", {"q_proj", "k_proj", "v_proj"});
+    drop("linear_fc1", {"gate_proj", "up_proj"});
+  }
+  return out;
+}
+
+}  // namespace
+
 bool IsKnownLoraTarget(const std::string& n) {
-  return n == "q_proj" || n == "k_proj" || n == "v_proj" || n == "o_proj" || n == "gate_proj" ||
-         n == "up_proj" || n == "down_proj" || n == "all-linear" || n == "q_a_proj" || n == "q_b_proj" ||
-         n == "kv_a_proj_with_mqa" || n == "kv_b_proj";
+  return std::any_of(std::begin(kLoraModules), std::end(kLoraModules), [&](const char* m) { return n == m; });
+}
+
+bool LoraTargets(const LoraSpec& lora, const std::string& name) {
+  if (Has(lora.targets, name)) return true;
+  return name != "linear_qkv" && name != "linear_fc1" && Has(lora.targets, "all-linear");
+}
+
+Result<std::vector<std::string>> ResolveLoraTargets(const std::vector<std::string>& names, const Location& where) {
+  std::vector<std::string> modules;
+  for (const auto& name : names) {
+    std::vector<std::string> m;
+    try {
+      m = MatchTarget(name);
+    } catch (const std::regex_error& e) {
+      return Status::BadInput(where, "LoRA target '" + name + "' is not a valid regular expression (" + e.what() + ")");
+    }
+    if (m.empty())
+      return Status::BadInput(where, "unknown LoRA target '" + name + "' (Hugging Face q_proj,k_proj,v_proj,o_proj,gate_proj,"
+                                     "up_proj,down_proj; torchtune output_proj,w1,w2,w3; Megatron linear_qkv,linear_proj,"
+                                     "linear_fc1,linear_fc2; a glob like *_proj; a regular expression; or all-linear)");
+    for (const auto& x : m)
+      if (!Has(modules, x)) modules.push_back(x);
+  }
+  for (const auto& [fused, parts] : {std::pair<const char*, const char*>{"linear_qkv", "q_proj,k_proj,v_proj"},
+                                     {"linear_fc1", "gate_proj,up_proj"}})
+    for (const auto& p : SplitList(parts + std::string(",all-linear")))
+      if (Has(modules, fused) && Has(modules, p))
+        return Status::BadInput(where, std::string("LoRA targets name the same projections twice: ") + fused +
+                                           " (fused) and " + p + " (separate); use one framework's names");
+  std::vector<std::string> ordered;
+  for (const char* m : kLoraModules)
+    if (Has(modules, m)) ordered.push_back(m);
+  return ordered;
 }
 
 int64_t CountLoraParams(const Arch& a, const LoraSpec& lora) {
   // A LoRA pair on a d_in x d_out matrix adds r * (d_in + d_out) parameters (Hu et al. 2021 §4).
   const Wide r = lora.rank;
   const int64_t h = a.hidden;
-  auto has = [&](const std::string& t) {
-    return std::find(lora.targets.begin(), lora.targets.end(), t) != lora.targets.end() ||
-           std::find(lora.targets.begin(), lora.targets.end(), "all-linear") != lora.targets.end();
-  };
+  auto has = [&](const char* t) { return LoraTargets(lora, t); };
   Wide per_layer = 0;
   if (a.IsMla()) {
     // DeepSeek module names; PEFT adapts only the modules that exist (no k_proj/v_proj in MLA).
@@ -214,6 +355,8 @@ int64_t CountLoraParams(const Arch& a, const LoraSpec& lora) {
     if (has("q_proj")) per_layer += r * (h + a.QDim());
     if (has("k_proj")) per_layer += r * (h + a.KvDim());
     if (has("v_proj")) per_layer += r * (h + a.VDim());
+    // FT§0 one adapter on the fused q/k/v linear: one A of h x r, one B of r x (q + k + v).
+    if (has("linear_qkv")) per_layer += r * (h + a.QDim() + a.KvDim() + a.VDim());
   }
   if (has("o_proj")) per_layer += r * (a.ODim() + h);
   // MLP adapters: per expert for MoE layers (PEFT wraps every expert's linear).
@@ -222,6 +365,8 @@ int64_t CountLoraParams(const Arch& a, const LoraSpec& lora) {
     Wide n = 0;
     if (has("gate_proj") && a.GatedMlp()) n += r * (h + ffn);
     if (has("up_proj")) n += r * (h + ffn);
+    // FT§0 the fused first MLP linear (gate and up of a gated MLP, up otherwise).
+    if (has("linear_fc1")) n += r * (h + Wide{a.GatedMlp() ? 2 : 1} * ffn);
     if (has("down_proj")) n += r * (ffn + h);
     return n;
   };

@@ -172,6 +172,20 @@ void PipelineP2P(const ParallelSpec& p, int64_t gpus_per_node, double msg, doubl
   cd.pp_s = std::max(cd.pp_intra_s, cd.pp_cross_s);
 }
 
+int64_t NvlinkDomainGpus(const ClusterSpec& c, const GpuSpec& g, const LinkSpec& intra) {
+  const int64_t node = std::max<int64_t>(1, c.gpus_per_node);
+  int64_t d = c.nvlink_domain;
+  const bool nvlink = intra.kind == "nvswitch" || intra.kind == "nvlink";
+  if (d <= 0 && nvlink && g.nvlink_domain_gpus) d = *g.nvlink_domain_gpus;
+  // A domain that is not a whole number of nodes (the catalog's 72 on 64-GPU nodes) is the node.
+  if (d <= node || d % node != 0) return node;
+  return d;
+}
+
+int64_t NvlinkDomainGpus(const Job& job, const HardwareContext& hw) {
+  return NvlinkDomainGpus(job.cluster, hw.gpu, hw.intra);
+}
+
 double BusBandwidth(Collective c, double bytes, int64_t n, int64_t per_node, const HardwareContext& hw) {
   const double t = CollectiveTime(c, bytes, n, per_node, hw);
   return t > 0 ? BusFactor(c, static_cast<double>(n)) * bytes / t : 0;

@@ -215,6 +215,8 @@ Status ResolveIntraLink(const Job& job, const Catalog& catalog, HardwareContext&
       intra_id = "nvlink-bridge";
     } else if (l == "xgmi") {
       intra_id = hw.gpu.id.find("mi250") != std::string::npos ? "xgmi-mi250x" : "xgmi-mi300x";
+    } else if (auto own = catalog.FindLink(l); own.ok() && own->kind != "pcie") {
+      intra_id = l;  // N§5 the GPU's own fabric row (Huawei HCCS, ...)
     } else {
       const int gen = static_cast<int>(hw.gpu.pcie_gen.value_or(4));
       intra_id = "pcie" + std::to_string(gen) + "-x16";
@@ -347,9 +349,9 @@ struct GroupPlacement {
   int64_t tp_per_node, cp_per_node, ep_per_node;
 };
 
-// N§6 rank order tp (innermost), cp, dp (ep inside dp), pp (outermost), as Megatron-LM lays it out.
-GroupPlacement Place(const Job& j) {
-  const int64_t g = j.cluster.gpus_per_node;
+// N§6 rank order tp (innermost), cp, dp (ep inside dp), pp (outermost), as Megatron-LM lays it out,
+// in NVLink domains of g GPUs (the node, or an NVL72 rack).
+GroupPlacement Place(const Job& j, int64_t g) {
   const ParallelSpec& p = j.parallel;
   GroupPlacement gp;
   gp.tp_per_node = std::min(p.tp, g);
@@ -367,6 +369,7 @@ struct StepContext {
   double moe_frac = 0;
   bool moe = false;
   double peak_mm = 0;
+  int64_t domain = 1;  // GPUs per NVLink domain
   GroupPlacement gp{};
   double attn_bwd_factor = 2, t_attn_fwd = 0;  // C§2 the attention core of one layer, forward
   double t_mb_compute = 0, t_mb_fwd = 0, t_mb_bwd = 0;  // C§4 one micro-batch and its two shares
@@ -395,7 +398,8 @@ StepContext MakeStepContext(const Job& job, const HardwareContext& hw, StepEstim
   c.h = static_cast<double>(a.hidden);
   c.rep = par.sequence_parallel ? c.t : 1.0;
   c.attn_bwd_factor = AttentionBackwardFactor(tr);
-  c.gp = Place(job);
+  c.domain = NvlinkDomainGpus(job, hw);  // N§6 the node, or an NVL72 rack
+  c.gp = Place(job, c.domain);
   return c;
 }
 
@@ -436,7 +440,7 @@ void TensorParallelComm(const Job& job, const HardwareContext& hw, const StepCon
   const GroupPlacement& gp = c.gp;
   CommDetail& cd = e.comm;
   StepBreakdown& b = e.breakdown;
-  cd.tp_crosses_nodes = par.tp > job.cluster.gpus_per_node;
+  cd.tp_crosses_nodes = par.tp > c.domain;
   if (par.tp > 1) {
     const double msg = T * h * ab;
     const double per_layer = (4 + (tr.recompute == Recompute::kFull ? 2 : 0));
@@ -490,7 +494,7 @@ void PipelineComm(const Job& job, const HardwareContext& hw, const StepContext& 
   if (par.pp > 1) {
     // [mech] P§4 Megatron-LM scatters a send 1/tp per rank without SP and the receiver all-gathers
     // it over the tp group (mechanisms.cc).
-    PipelineP2P(par, job.cluster.gpus_per_node, PipelineSendBytes(k, par, T * h * ab), m, hw, cd);
+    PipelineP2P(par, c.domain, PipelineSendBytes(k, par, T * h * ab), m, hw, cd);
     cd.pp_s += PipelineGatherTime(k, par, gp.tp_per_node, T * h * ab, m, hw);
     b.pp_comm_s = cd.pp_s - k.pp_overlap * std::min(cd.pp_s, b.compute_s);
   }
@@ -551,7 +555,7 @@ void DataParallelComm(const Job& job, const HardwareContext& hw, const StepConte
   CommDetail& cd = e.comm;
   StepBreakdown& b = e.breakdown;
   if (dpn > 1) {
-    const int64_t dp_per_node = std::min<int64_t>(dpn, std::max<int64_t>(1, job.cluster.gpus_per_node / par.tp));
+    const int64_t dp_per_node = std::min<int64_t>(dpn, std::max<int64_t>(1, c.domain / par.tp));
     cd.dp_crosses_nodes = dp_per_node < dpn;
     const double G = trainable_local * gbytes, W = (lora ? params_local : trainable_local) * wbytes;
     cd.dp_busbw_bytes_per_s = BusBandwidth(Collective::kAllReduce, G, dpn, dp_per_node, hw);
@@ -720,8 +724,9 @@ std::vector<CommPart> CommParts(const Job& job, const HardwareContext& hw, const
       std::snprintf(rate, sizeof rate, " (intra-node, %.3g GB/s per GPU)", hw.intra_bytes_per_s / 1e9);
     return (inter ? hw.inter.name : hw.intra.name) + rate;
   };
-  // N§6 placement: tp innermost, then cp, then dp (ep inside dp), pp outermost.
-  const bool cp_inter = p.tp * p.cp > g, ep_inter = p.tp * p.cp * p.ep > g;
+  // N§6 placement: tp innermost, then cp, then dp (ep inside dp), pp outermost, in NVLink domains.
+  const int64_t domain = NvlinkDomainGpus(job, hw);
+  const bool cp_inter = p.tp * p.cp > domain, ep_inter = p.tp * p.cp * p.ep > domain;
   const bool pp_inter = e.comm.pp_crosses_nodes && e.comm.pp_cross_s >= e.comm.pp_intra_s;
   std::vector<CommPart> parts = {
       {"tp", "tensor-parallel collectives", b.tp_comm_s, e.comm.tp_crosses_nodes, link(e.comm.tp_crosses_nodes)},

@@ -24,11 +24,7 @@ double Peak16(const Job& job, const HardwareContext& hw) {
   return hw.gpu.PeakFlops(job.training.precision).value_or(1e12);
 }
 
-bool Targets(const LoraSpec& l, const char* name) {
-  for (const auto& t : l.targets)
-    if (t == name || t == "all-linear") return true;
-  return false;
-}
+bool Targets(const LoraSpec& l, const char* name) { return LoraTargets(l, name); }
 
 // One adapted projection: its input and output width on this GPU, the tokens it sees per
 // micro-batch and how many copies of it a layer has (experts).
@@ -56,6 +52,7 @@ int AdaptedProjections(const Job& job, double T, Proj* out) {
     add("q_proj", h, a.QDim() / t, T, 1);
     add("k_proj", h, a.KvDim() / t, T, 1);
     add("v_proj", h, a.VDim() / t, T, 1);
+    add("linear_qkv", h, static_cast<double>(a.QDim() + a.KvDim() + a.VDim()) / t, T, 1);  // FT§0 fused q/k/v
   }
   add("o_proj", a.ODim() / t, h, T, 1);
   // MLP adapters: dense layers see every token; a MoE layer wraps every expert's linears, each
@@ -65,6 +62,7 @@ int AdaptedProjections(const Job& job, double T, Proj* out) {
   auto mlp = [&](double ffn, double tokens, double copies) {
     if (a.GatedMlp()) add("gate_proj", h, ffn / t, tokens, copies);
     add("up_proj", h, ffn / t, tokens, copies);
+    add("linear_fc1", h, (a.GatedMlp() ? 2 : 1) * ffn / t, tokens, copies);  // FT§0 fused gate + up
     add("down_proj", ffn / t, h, tokens, copies);
   };
   mlp(static_cast<double>(a.Ffn()), T, 1 - moe_frac);

@@ -303,14 +303,12 @@ struct KeptInputs {
 KeptInputs KeptLinearInputs(const TrainingSpec& tr) {
   if (!IsAdapterMethod(tr.method)) return {};
   auto adapted = [&](std::initializer_list<const char*> names) {
-    for (const auto& t : tr.lora.targets) {
-      if (t == "all-linear") return true;
-      for (const char* n : names)
-        if (t == n) return true;
-    }
+    for (const char* n : names)
+      if (LoraTargets(tr.lora, n)) return true;
     return false;
   };
-  return {adapted({"q_proj", "k_proj", "v_proj"}), adapted({"o_proj"}), adapted({"gate_proj", "up_proj"}), adapted({"down_proj"})};
+  return {adapted({"q_proj", "k_proj", "v_proj", "linear_qkv"}), adapted({"o_proj"}),
+          adapted({"gate_proj", "up_proj", "linear_fc1"}), adapted({"down_proj"})};
 }
 
 // §3.1 attention block of one layer: each saved tensor by name.
@@ -374,11 +372,9 @@ double MlpBlock(const Arch& a, const ActShape& x, bool moe_layer, const FusedKer
 double AdapterBlock(const Job& job, const ActShape& x) {
   const TrainingSpec& tr = job.training;
   if (!IsAdapterMethod(tr.method)) return 0;
-  int targets = 0;
-  for (const auto& name : {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}) {
-    for (const auto& tgt : tr.lora.targets)
-      if (tgt == name || tgt == "all-linear") ++targets;
-  }
+  int targets = 0;  // Megatron's fused linear_qkv / linear_fc1 carry one adapter each (FT§0)
+  for (const auto& name : {"q_proj", "k_proj", "v_proj", "linear_qkv", "o_proj", "gate_proj", "up_proj", "linear_fc1", "down_proj"})
+    targets += LoraTargets(tr.lora, name) ? 1 : 0;
   double lora = targets * x.sb * tr.lora.rank * x.ab;
   if (tr.method == Method::kDora) lora += 2 * x.sb * AdaptedProjections(job).out_sum * x.ab;
   return lora;

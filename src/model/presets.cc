@@ -72,13 +72,18 @@ Result<Arch> ArchFromRow(const CsvRecord& r) {
   GPUPLAN_RETURN_IF_ERROR(opt("qk_nope_head_dim", a.qk_nope_head_dim));
   GPUPLAN_RETURN_IF_ERROR(opt("qk_rope_head_dim", a.qk_rope_head_dim));
   GPUPLAN_RETURN_IF_ERROR(opt("v_head_dim", a.v_head_dim));
-  const std::string mlp = r.Str("mlp");
-  a.mlp = mlp == "gelu" ? MlpKind::kGelu : mlp == "geglu" ? MlpKind::kGeGlu : MlpKind::kSwiGlu;
-  a.norm = r.Str("norm") == "layernorm" ? NormKind::kLayerNorm : NormKind::kRmsNorm;
-  std::string pos = r.Str("position");
-  a.position = pos == "learned" ? PositionKind::kLearned
-               : pos == "alibi" ? PositionKind::kAlibi
-                                : PositionKind::kRotary;
+  // The words the model.mlp / model.norm / model.position keys accept (ToString's names); a
+  // cell outside them is an error, never a silent default.
+  auto word = [&](const char* col, auto& out, auto... kinds) -> Status {
+    const std::string v = r.Str(col);
+    bool found = false;
+    ((v == ToString(kinds) ? (out = kinds, found = true) : false), ...);
+    if (!found) return Status::BadInput(r.Where(col), "unknown value '" + v + "'");
+    return Status::Ok();
+  };
+  GPUPLAN_RETURN_IF_ERROR(word("mlp", a.mlp, MlpKind::kGelu, MlpKind::kSwiGlu, MlpKind::kGeGlu));
+  GPUPLAN_RETURN_IF_ERROR(word("norm", a.norm, NormKind::kLayerNorm, NormKind::kRmsNorm));
+  GPUPLAN_RETURN_IF_ERROR(word("position", a.position, PositionKind::kLearned, PositionKind::kRotary, PositionKind::kAlibi));
   for (auto [col, field] : {std::pair{"norm_bias", &a.norm_bias}, {"linear_bias", &a.linear_bias},
                             {"qkv_bias", &a.qkv_bias}, {"tied_embeddings", &a.tied_embeddings}}) {
     auto b = r.YesNo(col);

@@ -74,6 +74,14 @@ uint64_t Fnv1a64(const std::string& s) {
   return h;
 }
 
+// Every job key the row sets (the recipe as read: recompute, precision, offloads, fused ops,
+// sequence parallel, ...), so that runs that differ only in recipe stay apart.
+std::string RecipeKey(const MeasuredRow& r) {
+  std::string s;
+  for (const auto& [k, v] : JobToKeys(r.job)) s += k + "=" + v + ";";
+  return s + (r.fsdp_pure_bf16 ? "pure" : "") + (r.dp_overlap ? "" : "|no-dp-overlap");
+}
+
 // One run, whichever metric reports it: every field that tells two runs apart (configuration,
 // fine-tuning method and adapter, framework, sample length) and the source.
 std::string RunKey(const MeasuredRow& r) {
@@ -88,7 +96,8 @@ std::string RunKey(const MeasuredRow& r) {
          ToString(j.parallel.offload) + "|" + ToString(t.method) + "|" + std::to_string(t.lora.rank) + "|" +
          std::to_string(t.lora.alpha) + "|" + targets + "|" + ToString(t.quant) + "|" + ToString(t.optimizer) + "|" +
          (t.compile ? "compile" : "eager") + "|" + r.framework_text + "|" + ToString(t.padding) + "|" +
-         std::to_string(t.tokens_per_sample) + "|" + r.seq_len_kind + "|" + std::to_string(r.mean_tokens_per_sample);
+         std::to_string(t.tokens_per_sample) + "|" + r.seq_len_kind + "|" + std::to_string(r.mean_tokens_per_sample) + "|" +
+         RecipeKey(r);
 }
 
 // Which metric represents a run reported under several: the most direct one first.
@@ -234,12 +243,15 @@ void PredictRow(const MeasuredRow& r, const Catalog& catalog, const Calibration&
   }
   const MemoryBreakdown mb = memory ? EstimateMemory(j, cal, /*detail=*/false) : MemoryBreakdown{};
   const auto [predicted_bytes, stat] = memory ? PredictedMemory(r, mb) : std::pair<double, std::string>{0, ""};
-  const std::string key = (memory ? "memory:" + stat + "|" : "throughput|") + RunKey(r);
-  if (auto it = seen.find(key); it != seen.end()) {
-    v.reason = "same run as line " + std::to_string(it->second) + " (reported under another metric)";
-    return;
-  }
-  seen[key] = r.line;
+  // The same run reported under another metric is predicted once; two rows of the same metric
+  // are two runs (recipes the row columns do not tell apart: a schedule, AsyncTP) and both count.
+  const std::string key = (memory ? "memory:" + stat + "|" : "throughput|") + RunKey(r) + "#";
+  for (auto it = seen.lower_bound(key); it != seen.end() && it->first.compare(0, key.size(), key) == 0; ++it)
+    if (it->first.substr(key.size()) != r.metric) {
+      v.reason = "same run as line " + std::to_string(it->second) + " (reported under another metric)";
+      return;
+    }
+  seen.emplace(key + r.metric, r.line);
   v.used = true;
   v.memory = memory;
   if (memory) {

@@ -108,9 +108,13 @@ std::string EstimateToText(const EstimateReport& r, bool md) {
   const Job& j = r.job;
   std::string out;
   char buf[768];
-  std::snprintf(buf, sizeof buf, "%s%s on %lld x %s (%lld per node), intra-node %s%s, network %s x %.0f per node%s%s%s\n",
+  // N§6 an NVLink domain beyond the node (GB200 NVL72) is said where the node is.
+  const int64_t domain = NvlinkDomainGpus(j, r.hw);
+  const std::string per_node = std::to_string(j.cluster.gpus_per_node) + " per node" +
+                               (domain > j.cluster.gpus_per_node ? ", NVLink domain of " + std::to_string(domain) : "");
+  std::snprintf(buf, sizeof buf, "%s%s on %lld x %s (%s), intra-node %s%s, network %s x %.0f per node%s%s%s\n",
                 md ? "**" : "", j.arch.name.c_str(), static_cast<long long>(j.cluster.num_gpus), r.hw.gpu.id.c_str(),
-                static_cast<long long>(j.cluster.gpus_per_node), r.hw.intra.id.c_str(), r.hw.intra_default ? " (default)" : "",
+                per_node.c_str(), r.hw.intra.id.c_str(), r.hw.intra_default ? " (default)" : "",
                 r.hw.inter.id.c_str(), r.hw.nics_per_node, r.hw.inter_default ? " (default)" : "",
                 r.hw.rdma ? ", RDMA" : ", no RDMA", md ? "**" : "");
   out += buf;
@@ -366,6 +370,9 @@ std::string ValidationToText(const ValidationReport& r, bool all_rows) {
   }
   summary(r.by_gpu, "throughput by GPU:");
   out += "\nrows not predicted: " + std::to_string(skipped) + (all_rows ? "" : " (--all lists each with its reason)") + "\n";
+  const auto unreadable = std::count_if(r.rows.begin(), r.rows.end(), [](const ValidatedRow& v) { return !v.row.unreadable.empty(); });
+  if (unreadable > 0)
+    out += "rows skipped for an unreadable cell: " + std::to_string(unreadable) + " (each named on stderr)\n";
   return out;
 }
 

@@ -169,7 +169,7 @@ int64_t TryMicroBatches(const Context& ctx, const LayoutSpace& sp, const Variant
     for (Offload o : sp.offloads) {
       // The offload kinds the engine expresses at this ZeRO stage (data/engines.csv).
       j.parallel.offload = o;
-      if (!EngineExpressesLayout(*v.engine, j, j.cluster.gpus_per_node)) continue;
+      if (!EngineExpressesLayout(*v.engine, j, NvlinkDomainGpus(j.cluster, v.hw.gpu, v.hw.intra))) continue;
       mem = EstimateMemory(j, ctx.cal, false).total_bytes;
       if ((fits = mem <= cap)) break;
     }
@@ -249,9 +249,11 @@ void SearchItem(const Context& ctx, const LayoutSpace& sp, const std::vector<Set
   if (su.inst.vcpus && !ctx.pinned("cluster.cpu_cores_per_gpu"))
     j.cluster.cpu_cores_per_gpu = static_cast<int64_t>(*su.inst.vcpus / static_cast<double>(per));
   Fastest best;
+  // N§6 tensor parallelism stays inside an NVLink domain (the node, or an NVL72 rack of trays).
+  const int64_t domain = NvlinkDomainGpus(j.cluster, v.hw.gpu, v.hw.intra);
   for (int64_t tp : sp.tps) {
     if (gpus % tp) continue;
-    if (tp > per && !ctx.job.constraints.allow_tp_across_nodes) { ++st.hot[kTpCrossesNodes]; continue; }
+    if (tp > domain && !ctx.job.constraints.allow_tp_across_nodes) { ++st.hot[kTpCrossesNodes]; continue; }
     for (int64_t cp : sp.cps)
       for (int64_t pp : sp.pps) {
         if (gpus % (tp * cp * pp)) continue;

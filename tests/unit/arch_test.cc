@@ -254,6 +254,56 @@ TEST(Arch, LoraCountMatchesPeft) {
   EXPECT_EQ(CountLoraParams(*a, lora), 32 * per_layer);
 }
 
+// FT§0 every framework's names for the same projections give the same count: Llama-3 8B, rank 8
+// on q and v is 3,407,872 trainable parameters (PEFT print_trainable_parameters, widely quoted:
+// 8 x ((4096 + 4096) + (4096 + 1024)) x 32 layers).
+TEST(Arch, LoraTargetsInEveryFrameworksNames) {
+  auto a = FindPreset("llama-3-8b");
+  ASSERT_TRUE(a.ok());
+  auto count = [&](const std::vector<std::string>& names) -> int64_t {
+    auto t = ResolveLoraTargets(names, {"job.yaml", 3, "training.lora.targets"});
+    EXPECT_TRUE(t.ok()) << (t.ok() ? "" : t.status().ToString());
+    if (!t.ok()) return -1;
+    LoraSpec l;
+    l.rank = 8;
+    l.targets = *t;
+    return CountLoraParams(*a, l);
+  };
+  EXPECT_EQ(count({"q_proj", "v_proj"}), 3407872);
+  EXPECT_EQ(count({"q_proj", "v_proj"}), 8 * ((4096 + 4096) + (4096 + 1024)) * 32);
+  // torchtune's default Llama-3 8B LoRA: q, v, output_proj and the MLP (w1, w2, w3).
+  const int64_t hf_all = count({"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"});
+  EXPECT_EQ(count({"q_proj", "v_proj", "output_proj", "w1", "w2", "w3"}),
+            count({"q_proj", "v_proj", "o_proj", "gate_proj", "down_proj", "up_proj"}));
+  EXPECT_EQ(count({"q_proj", "k_proj", "v_proj", "output_proj", "w1", "w2", "w3"}), hf_all);
+  EXPECT_EQ(count({"all-linear"}), hf_all);
+  EXPECT_EQ(count({"*_proj"}), hf_all);                      // glob over HF names (linear_proj is o_proj too)
+  EXPECT_EQ(count({"*"}), hf_all);                           // separate projections, not also the fused ones
+  EXPECT_EQ(count({".*\\.(q_proj|v_proj)"}), 3407872);       // PEFT regex over module paths
+  EXPECT_EQ(count({"model.layers.*.self_attn.(q|v)_proj"}), 3407872);
+  // Megatron-Core: one adapter on the fused qkv (h -> q + 2 kv) and on fc1 (h -> 2 ffn).
+  const int64_t h = 4096, kv = 1024, ffn = 14336;
+  EXPECT_EQ(count({"linear_qkv", "linear_proj", "linear_fc1", "linear_fc2"}),
+            8 * 32 * ((h + h + 2 * kv) + (h + h) + (h + 2 * ffn) + (ffn + h)));
+  EXPECT_EQ(count({"linear_*"}), count({"linear_qkv", "linear_proj", "linear_fc1", "linear_fc2"}));
+  EXPECT_EQ(count({"qkv_proj", "gate_up_proj"}), count({"linear_qkv", "linear_fc1"}));  // Phi-3's fused names
+}
+
+TEST(Arch, LoraTargetsRefusedWithTheName) {
+  const Location at{"job.yaml", 3, "training.lora.targets"};
+  for (const auto& [names, want] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"qproj"}, "unknown LoRA target 'qproj'"},
+           {{"*_weight"}, "unknown LoRA target '*_weight'"},
+           {{"(q_proj"}, "not a valid regular expression"},
+           {{"linear_qkv", "q_proj"}, "same projections twice"},
+           {{"all-linear", "linear_fc1"}, "same projections twice"}}) {
+    auto r = ResolveLoraTargets(names, at);
+    ASSERT_FALSE(r.ok()) << names[0];
+    EXPECT_NE(r.status().ToString().find("job.yaml:3: training.lora.targets:"), std::string::npos) << r.status().ToString();
+    EXPECT_NE(r.status().ToString().find(want), std::string::npos) << r.status().ToString();
+  }
+}
+
 TEST(Arch, ParamOverrideIsExact) {
   Arch a = ArchFromParamCount(7.5e9);
   EXPECT_EQ(CountParams(a).total, 7500000000);

@@ -8,6 +8,8 @@
 #include <fstream>
 
 #include "gpuplan/catalog.h"
+#include "gpuplan/csv.h"
+#include "gpuplan/data.h"
 #include "gpuplan/input_file.h"
 #include "gpuplan/job.h"
 #include "gpuplan/job_keys.h"
@@ -400,6 +402,41 @@ TEST(Job, InputFilesAreRegularFilesUnderACap) {
   ASSERT_FALSE(f.ok());
   EXPECT_NE(f.status().reason().find("a FIFO"), std::string::npos) << f.status().ToString();
   std::filesystem::remove(fifo);
+}
+
+// Every value a built-in preset uses is accepted by the key (and flag) of the same name: each
+// cell of data/models.csv whose column is a model.* key (0 = unset and blank cells aside), and
+// each key a custom copy of every preset writes back (gpuplan's own job writer).
+TEST(Job, EveryPresetValueIsAcceptedByItsFlag) {
+  auto t = ParseCsv(std::string(EmbeddedData("models.csv")), "data/models.csv");
+  ASSERT_TRUE(t.ok());
+  int checked = 0;
+  for (const auto& row : t->rows) {
+    CsvRecord r(*t, row);
+    for (size_t c = 0; c < t->header.size(); ++c) {
+      const std::string key = "model." + t->header[c], v = row.fields[c];
+      if (!FindJobKey(key) || key == "model.name" || v.empty() || v == "0") continue;
+      Job j;
+      Status st = SetJobKey(j, key, v, r.Where(t->header[c]));
+      EXPECT_TRUE(st.ok()) << r.Str("id") << " " << key << "=" << v << ": " << st.ToString();
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 200);
+  for (const Arch& preset : Presets()) {
+    Job j;
+    j.arch = preset;
+    j.arch.name = preset.name + "-copy";  // not the preset: the writer spells the shape out
+    for (const auto& [key, v] : JobToKeys(j)) {
+      if (key.rfind("model.", 0) != 0) continue;
+      Job k;
+      Status st = SetJobKey(k, key, v, {"written", 0, key});
+      EXPECT_TRUE(st.ok()) << preset.name << " " << key << "=" << v << ": " << st.ToString();
+    }
+  }
+  Job g;
+  EXPECT_TRUE(SetJobKey(g, "model.mlp", "geglu", {"command line", 0, "--mlp"}).ok());
+  EXPECT_EQ(g.arch.mlp, MlpKind::kGeGlu);
 }
 
 }  // namespace

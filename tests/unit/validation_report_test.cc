@@ -374,5 +374,28 @@ TEST(ValidationReport, MemoryRowsArePredicted) {
   EXPECT_GT(rep->memory.rows, 10);
 }
 
+// An unreadable cell skips its row with a warning naming file:line: column, and the other rows are
+// predicted; two rows of the same metric are two runs even when their columns read alike.
+TEST(ValidationReport, UnreadableCellSkipsTheRowNotTheFile) {
+  std::string bad = Row("throughput_tokens_per_sec_per_gpu", 3000, "tokens/s", kLora);
+  bad.replace(bad.find(",32,4096,"), 9, ",3x,4096,");  // layers "3x"
+  const ValidationReport rep = Validate("unreadable.csv", Row("throughput_tokens_per_sec_per_gpu", 3000, "tokens/s", kLora) + bad +
+                                                              Row("throughput_tokens_per_sec_per_gpu", 3100, "tokens/s", kLora));
+  ASSERT_EQ(rep.rows.size(), 3u);
+  EXPECT_TRUE(rep.rows[0].used);
+  EXPECT_FALSE(rep.rows[1].used);
+  EXPECT_NE(rep.rows[1].row.unreadable.find("unreadable.csv:3: layers:"), std::string::npos) << rep.rows[1].row.unreadable;
+  EXPECT_NE(rep.rows[1].reason.find("unreadable cell"), std::string::npos) << rep.rows[1].reason;
+  // Rows 2 and 4 read alike and report the same metric: two runs (a recipe the columns do not
+  // show), both predicted; the same run under another metric is still predicted once.
+  EXPECT_TRUE(rep.rows[2].used) << rep.rows[2].reason;
+  EXPECT_EQ(rep.overall.rows, 2);
+  const ValidationReport mfu = Validate("two_metrics.csv", Row("throughput_tokens_per_sec_per_gpu", 3000, "tokens/s", kLora) +
+                                                                Row("model_tflops_per_gpu", 100, "TFLOPS", kLora));
+  EXPECT_EQ(mfu.overall.rows, 1);
+  EXPECT_NE(mfu.rows[1].reason.find("another metric"), std::string::npos) << mfu.rows[1].reason;
+  EXPECT_NE(ValidationToText(rep, false).find("rows skipped for an unreadable cell: 1"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace gpuplan

@@ -37,7 +37,7 @@ const Catalog& Cat() {
     const std::string header(EmbeddedData("gpus.csv").substr(0, EmbeddedData("gpus.csv").find('\n')));
     std::ofstream(path) << header << "\n"
                         << "a40-48gb,a40;nvidia a40,NVIDIA A40,nvidia,ampere,pcie,48,696,37.4,74.8,149.7,149.7,none,nvlink-bridge,56.25,4,16,yes,300,"
-                           "NVIDIA A40 datasheet (test row: NVLink bridge 112.5 GB/s bidirectional),2020-10-05,test catalog row\n";
+                           "NVIDIA A40 datasheet (test row: NVLink bridge 112.5 GB/s bidirectional),2020-10-05,test catalog row,\n";
     CatalogOptions o;
     o.override_files = {path};
     auto c = LoadCatalog(o);

@@ -50,7 +50,7 @@ TEST(HeldOut, RunsRowsParseIntoJobs) {
     if (!r.usable) continue;
     ++usable;
     const Framework f = r.job.training.framework;
-    if (Has(r.source, "Megatron-Bridge")) EXPECT_EQ(f, Framework::kMegatron) << r.line;
+    if (Has(r.source, "Megatron-Bridge")) EXPECT_EQ(f, Framework::kMegatronBridge) << r.line;
     else if (Has(r.source, "NVIDIA/NeMo")) EXPECT_EQ(f, Framework::kNemo) << r.line;
     else if (Has(r.source, "torchtitan")) EXPECT_EQ(f, Framework::kTorchtitan) << r.line;
     else if (Has(r.source, "torchtune")) EXPECT_EQ(f, Framework::kTorchtune) << r.line;

@@ -14,3 +14,5 @@ fi
 # shellcheck disable=SC2086
 ./build/gpuplan validate $FILES --loso data/loso_fits.csv --write docs/validation.md --bands data/error_bands.csv
 bash scripts/build.sh
+# Published runs that no fit has seen (validation/heldout/README.md): their own page, never fitted on.
+./build/gpuplan validate validation/heldout/runs.csv validation/heldout/memory.csv --write docs/validation-heldout.md

@@ -59,6 +59,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_FILES = [os.path.join(ROOT, "..", "shared", "validation", f)
                  for f in ("runs.csv", "memory.csv", "runs_vtrain.csv", "peft_runs.csv")]
 ALL = "(all sources)"
+# Smallest score improvement (median + 0.5 p90 + 0.5 |mean|, as fractions) that moves a key.
+MIN_GAIN = 0.005
 MIN_ROWS = 5  # a source counts in a score with this many rows in scope (kMinBandRows)
 
 
@@ -211,7 +213,12 @@ def descend(ev, grid, train, start, passes):
                 no_rows.add(key)
                 v = prior
             else:
-                v = min(scored)[1]
+                # A key moves only when the training rows determine it: the best value must beat the
+                # current one by MIN_GAIN of score, else it stays (a constant the other sources barely
+                # see is not refitted to their noise; docs/validation.md "Constants across the folds").
+                current = next((sc for sc, val in scored if val == best[key]), None)
+                top = min(scored)
+                v = top[1] if current is None or top[0] < current - MIN_GAIN else best[key]
             if best[key] != v:
                 changed = True
             best[key] = v

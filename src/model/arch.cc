@@ -394,6 +394,52 @@ static Status ValidateRope(const Arch& a) {
   return Status::Ok();
 }
 
+// Every dimension in a sane range (so that CountWide is exact), then the count itself.
+static Status ValidateSizes(const Arch& a, const Location& where) {
+  auto bad = [&](const std::string& key, const std::string& why) {
+    Location l = where;
+    l.key = where.key.empty() ? key : where.key + "." + key;
+    return Status::BadInput(l, why);
+  };
+  const int64_t kMax = int64_t{1} << 24;
+  const std::pair<const char*, int64_t> dims[] = {
+      {"layers", a.layers},           {"hidden", a.hidden},
+      {"heads", a.heads},             {"kv_heads", a.kv_heads},
+      {"head_dim", a.HeadDim()},      {"v_head_dim", a.VHeadDim()},
+      {"ffn_hidden", a.Ffn()},        {"moe_ffn_hidden", a.MoeFfn()},
+      {"vocab", a.vocab},             {"max_positions", a.max_positions},
+      {"experts", a.experts},         {"experts_per_token", a.experts_per_token},
+      {"shared_experts", a.shared_experts}, {"q_lora_rank", a.q_lora_rank},
+      {"kv_lora_rank", a.kv_lora_rank}, {"qk_nope_head_dim", a.qk_nope_head_dim},
+      {"qk_rope_head_dim", a.qk_rope_head_dim}, {"shared_expert_ffn", a.shared_expert_ffn},
+      {"index_heads", a.index_heads},   {"index_head_dim", a.index_head_dim},
+      {"attn_window", a.attn_window}};
+  for (const auto& [key, v] : dims)
+    if (v > kMax) return bad(key, std::to_string(v) + " is beyond 2^24 (" + std::to_string(kMax) + ")");
+  const WideCounts w = CountWide(a);
+  if (w.total > kMaxParamCount) {
+    // Named after the product that made it: the vocabulary tables or the layers.
+    const Wide vocab_tables = w.embedding + w.lm_head;
+    const Wide in_layers = w.total - w.outside;
+    if (vocab_tables >= in_layers)
+      return bad(a.position == PositionKind::kLearned && Wide{a.max_positions} > a.vocab ? "max_positions" : "vocab",
+                 "the embedding tables alone hold " + Count(vocab_tables) + " parameters; the limit is " +
+                     Count(kMaxParamCount));
+    const Wide per_layer = std::max(w.dense_layer, w.moe_layer);
+    if (per_layer > kMaxParamCount) {
+      // One layer alone is beyond the limit: its biggest part names the key.
+      const char* key = w.expert_per_layer >= std::max(w.attn_per_layer, w.dense_mlp_per_layer) ? "experts"
+                        : w.dense_mlp_per_layer >= w.attn_per_layer                           ? "ffn_hidden"
+                                                                                               : "hidden";
+      return bad(key, "one layer holds " + Count(per_layer) + " parameters; the limit is " + Count(kMaxParamCount));
+    }
+    return bad("layers", std::to_string(a.layers) + " layers of up to " +
+                             Count(std::max(w.dense_layer, w.moe_layer)) + " parameters give " + Count(w.total) +
+                             " parameters; the limit is " + Count(kMaxParamCount));
+  }
+  return Status::Ok();
+}
+
 Status ValidateArch(const Arch& a, const Location& where) {
   auto bad = [&](const std::string& key, const std::string& why) {
     Location l = where;
@@ -440,44 +486,7 @@ Status ValidateArch(const Arch& a, const Location& where) {
   if (a.position == PositionKind::kLearned && a.max_positions <= 0)
     return bad("max_positions", "must be > 0 with learned positions");
   if (Status st = ValidateRope(a); !st.ok()) return bad(st.location().key, st.reason());
-  // Every dimension in a sane range (so that CountWide is exact), then the count itself.
-  const int64_t kMax = int64_t{1} << 24;
-  const std::pair<const char*, int64_t> dims[] = {
-      {"layers", a.layers},           {"hidden", a.hidden},
-      {"heads", a.heads},             {"kv_heads", a.kv_heads},
-      {"head_dim", a.HeadDim()},      {"v_head_dim", a.VHeadDim()},
-      {"ffn_hidden", a.Ffn()},        {"moe_ffn_hidden", a.MoeFfn()},
-      {"vocab", a.vocab},             {"max_positions", a.max_positions},
-      {"experts", a.experts},         {"experts_per_token", a.experts_per_token},
-      {"shared_experts", a.shared_experts}, {"q_lora_rank", a.q_lora_rank},
-      {"kv_lora_rank", a.kv_lora_rank}, {"qk_nope_head_dim", a.qk_nope_head_dim},
-      {"qk_rope_head_dim", a.qk_rope_head_dim}, {"shared_expert_ffn", a.shared_expert_ffn},
-      {"index_heads", a.index_heads},   {"index_head_dim", a.index_head_dim},
-      {"attn_window", a.attn_window}};
-  for (const auto& [key, v] : dims)
-    if (v > kMax) return bad(key, std::to_string(v) + " is beyond 2^24 (" + std::to_string(kMax) + ")");
-  const WideCounts w = CountWide(a);
-  if (w.total > kMaxParamCount) {
-    // Named after the product that made it: the vocabulary tables or the layers.
-    const Wide vocab_tables = w.embedding + w.lm_head;
-    const Wide in_layers = w.total - w.outside;
-    if (vocab_tables >= in_layers)
-      return bad(a.position == PositionKind::kLearned && Wide{a.max_positions} > a.vocab ? "max_positions" : "vocab",
-                 "the embedding tables alone hold " + Count(vocab_tables) + " parameters; the limit is " +
-                     Count(kMaxParamCount));
-    const Wide per_layer = std::max(w.dense_layer, w.moe_layer);
-    if (per_layer > kMaxParamCount) {
-      // One layer alone is beyond the limit: its biggest part names the key.
-      const char* key = w.expert_per_layer >= std::max(w.attn_per_layer, w.dense_mlp_per_layer) ? "experts"
-                        : w.dense_mlp_per_layer >= w.attn_per_layer                           ? "ffn_hidden"
-                                                                                               : "hidden";
-      return bad(key, "one layer holds " + Count(per_layer) + " parameters; the limit is " + Count(kMaxParamCount));
-    }
-    return bad("layers", std::to_string(a.layers) + " layers of up to " +
-                             Count(std::max(w.dense_layer, w.moe_layer)) + " parameters give " + Count(w.total) +
-                             " parameters; the limit is " + Count(kMaxParamCount));
-  }
-  return Status::Ok();
+  return ValidateSizes(a, where);
 }
 
 Arch ArchFromParamCount(double params) {

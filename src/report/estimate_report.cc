@@ -452,11 +452,14 @@ std::string ValidationToMarkdown(const ValidationReport& r, const std::string& i
          "the predicted statistic the source measured: reserved (torch max_memory_reserved), allocated "
          "(max_memory_allocated) or device total (nvidia-smi); a source that does not name it is compared with reserved "
          "and marked so. A run reported under several metrics is counted once.\n\n";
-  out += "The error that matters is on sources the constants were never fitted to: with the per-source fits "
+  if (r.has_loso)
+    out += "The error that matters is on sources the constants were never fitted to: with the per-source fits "
          "(`--loso data/loso_fits.csv`, written by `python3 tools/fit_runs.py --loso data/loso_fits.csv`), every row is "
          "predicted a second time with the calibrated constants chosen on every OTHER source, and the page leads with those "
          "errors; the error bands come from them. The summaries after it are in-sample (the constants in force, fitted on "
          "every source).\n\n";
+  else
+    out += "Every row is predicted with the constants in force (data/); no leave-one-source-out fits were given (--loso).\n\n";
   if (r.has_loso) out += LosoSection(r);
   out += "## Summary\n\n" + SummaryTable({r.overall}, true) + "\n";
   if (r.memory.rows > 0) out += "Peak memory rows:\n\n" + SummaryTable({r.memory}, true) + "\n" + MemorySidesMarkdown(r);

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gpuplan/estimate.h"
@@ -24,9 +25,9 @@ std::string ToString(OpKind k);  // gemm, attention, elementwise, cast, dequant,
 // One op of one average layer (MoE: an op of the MoE layers is weighted by their share of the
 // layers, layer_share), for one micro-batch on one GPU (its tensor-parallel shard).
 struct Op {
-  std::string name;                  // Default: "". e.g. "qkv_proj", "attention_core", "norms"
+  std::string_view name;             // Default: "". (a literal: no allocation per estimate) e.g. "qkv_proj", "attention_core", "norms"
   OpKind kind = OpKind::kGemm;       // Default: gemm.
-  std::string section;               // Default: "". docs/model section of its formula, e.g. "C§2"
+  std::string_view section;          // Default: "". docs/model section of its formula, e.g. "C§2"
   double layer_share = 1;            // Default: 1. share of the layers that run it (already in the numbers)
   double fwd_flops = 0, bwd_flops = 0;  // Default: 0. as executed (causal attention halved)
   double hbm_bytes = 0;              // Default: 0. forward HBM bytes read + written

@@ -45,7 +45,7 @@ OpContext MakeContext(const Job& job, const HardwareContext& hw, double tokens, 
 
 // C§2 a GEMM op of `share` of the layers: m x n x k at `peak`; backward bwd_lin x forward
 // (input gradient, and the weight gradient unless the base is frozen, C§4).
-Op GemmOp(const std::string& name, double m, double n, double kd, double peak, double share, const OpContext& c,
+Op GemmOp(std::string_view name, double m, double n, double kd, double peak, double share, const OpContext& c,
           const EfficiencyConstants& k) {
   Op op{name, OpKind::kGemm, "C§2", share};
   op.fwd_flops = share * 2 * m * n * kd;
@@ -58,7 +58,7 @@ Op GemmOp(const std::string& name, double m, double n, double kd, double peak, d
 
 // C§3 / F§1 a memory-bound elementwise op moving `elems` elements (read + written) forward, with
 // `kernels` launches; backward 2x both.
-Op ElementwiseOp(const std::string& name, const std::string& section, double elems, double kernels,
+Op ElementwiseOp(std::string_view name, std::string_view section, double elems, double kernels,
                  const OpContext& c) {
   Op op{name, OpKind::kElementwise, section};
   op.hbm_bytes = elems * c.ab;
@@ -225,6 +225,7 @@ double MicroBatchTokens(const Job& job) {
 std::vector<Op> LayerOps(const Job& job, const HardwareContext& hw, double tokens, double seq_len) {
   const OpContext c = MakeContext(job, hw, tokens, seq_len);
   std::vector<Op> ops;
+  ops.reserve(24);
   ProjectionOps(job, hw, c, ops);
   MlpOps(job, hw, c, ops);
   ops.push_back(AttentionCoreOp(job, hw, c));

@@ -30,14 +30,14 @@ OpsView View(const Job& job, const HardwareContext& hw) {
 
 std::string Row(const Op& op, const EfficiencyConstants& k) {
   char buf[200];
-  std::snprintf(buf, sizeof buf, "%-22s %-11s %-5s %5.2f %10.4g %10.4g %10.4g %7.3g %9.4g %9.4g\n", op.name.c_str(),
-                ToString(op.kind).c_str(), op.section.c_str(), op.layer_share, op.fwd_flops / 1e9, op.bwd_flops / 1e9,
+  std::snprintf(buf, sizeof buf, "%-22s %-11s %-5s %5.2f %10.4g %10.4g %10.4g %7.3g %9.4g %9.4g\n", std::string(op.name).c_str(),
+                ToString(op.kind).c_str(), std::string(op.section).c_str(), op.layer_share, op.fwd_flops / 1e9, op.bwd_flops / 1e9,
                 op.hbm_bytes / 1e6, op.fwd_kernels, OpForwardSeconds(op, k) * 1e3, OpBackwardSeconds(op, k) * 1e3);
   return buf;
 }
 
 nlohmann::json OpJson(const Op& op, const EfficiencyConstants& k) {
-  return {{"name", op.name}, {"kind", ToString(op.kind)}, {"section", op.section}, {"layer_share", op.layer_share},
+  return {{"name", std::string(op.name)}, {"kind", ToString(op.kind)}, {"section", std::string(op.section)}, {"layer_share", op.layer_share},
           {"fwd_flops", op.fwd_flops}, {"bwd_flops", op.bwd_flops}, {"hbm_bytes", op.hbm_bytes},
           {"fwd_kernels", op.fwd_kernels}, {"bwd_kernels", op.bwd_kernels}, {"fwd_host_ops", op.fwd_host_ops},
           {"bwd_host_ops", op.bwd_host_ops}, {"fwd_s", OpForwardSeconds(op, k)}, {"bwd_s", OpBackwardSeconds(op, k)},

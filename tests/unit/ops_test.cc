@@ -111,7 +111,7 @@ TEST(OpsPasses, SelectiveRecomputeAddsLessThanFull) {
 TEST(OpsPasses, MechanismsAreOpsOfTheirOwn) {
   auto names = [](const Job& j) {
     std::vector<std::string> n;
-    for (const Op& op : LayerOps(j, Hw(j), MicroBatchTokens(j), 4096)) n.push_back(op.name);
+    for (const Op& op : LayerOps(j, Hw(j), MicroBatchTokens(j), 4096)) n.push_back(std::string(op.name));
     return n;
   };
   auto has = [](const std::vector<std::string>& n, const std::string& x) {
@@ -165,7 +165,7 @@ TEST(OpsReport, TextListsEveryOpWithin120ColumnsAndJsonSumsToTheFold) {
   const Job j = PresetJob("mixtral-8x7b", "precision: fp8, recompute: selective");
   const HardwareContext hw = Hw(j);
   const std::string text = OpsToText(j, hw);
-  for (const Op& op : LayerOps(j, hw, MicroBatchTokens(j), 4096)) EXPECT_NE(text.find(op.name + " "), std::string::npos) << op.name;
+  for (const Op& op : LayerOps(j, hw, MicroBatchTokens(j), 4096)) EXPECT_NE(text.find(std::string(op.name) + " "), std::string::npos) << op.name;
   size_t start = 0;
   for (size_t nl; (nl = text.find('\n', start)) != std::string::npos; start = nl + 1)
     EXPECT_LE(nl - start, 120u) << text.substr(start, nl - start);

@@ -5,7 +5,9 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <string>
+#include <sys/wait.h>
 
 #include "gpuplan/calibration.h"
 #include "gpuplan/catalog.h"
@@ -38,5 +40,29 @@ inline HardwareContext Hw(const Job& j) {
   EXPECT_TRUE(hw.ok()) << hw.status().ToString();
   return hw.ok() ? *hw : HardwareContext{};
 }
+
+#ifdef GPUPLAN_BINARY
+// The gpuplan binary run with `args` (stdout and stderr together), for tests whose target defines
+// GPUPLAN_BINARY.
+struct Proc {
+  int exit_code = -1;
+  bool signaled = false;
+  std::string out;  // stdout + stderr
+};
+
+inline Proc Exec(const std::string& args) {
+  Proc r;
+  const std::string cmd = std::string(GPUPLAN_BINARY) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.signaled = WIFSIGNALED(status);
+  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+  return r;
+}
+#endif
 
 }  // namespace gpuplan::testing_util

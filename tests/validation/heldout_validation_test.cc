@@ -3,6 +3,8 @@
 // into jobs as documented and that `gpuplan validate` predicts them end to end without a crash; it
 // does not bound the model's error (that is the report's job, and it moves with the model).
 #include <gtest/gtest.h>
+
+#include "../test_util.h"
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -16,25 +18,8 @@ namespace {
 
 const std::string kDir = std::string(GPUPLAN_SOURCE_DIR) + "/validation/heldout/";
 
-struct Proc {
-  int exit_code = -1;
-  bool signaled = false;
-  std::string out;  // stdout + stderr
-};
-
-Proc Exec(const std::string& args) {
-  Proc r;
-  const std::string cmd = std::string(GPUPLAN_BINARY) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.signaled = WIFSIGNALED(status);
-  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
-  return r;
-}
+using testing_util::Exec;
+using testing_util::Proc;
 
 bool Has(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
 

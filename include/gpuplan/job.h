@@ -110,6 +110,38 @@ struct ClusterSpec {
   int64_t cpu_cores_per_gpu = 0;  // Default: 0 = unknown (no host check); else checked against calibration host_vcpus_per_gpu_min.
 };
 
+// Inference serving (the `serving:` section; docs/model/serving.md). Weights as stored for the engine:
+// bf16/fp16, fp8 (W8A8 on GPUs with fp8, else weight-only), int8 (W8A8), int4 AWQ/GPTQ (weight-only,
+// group scales), fp4 (NVFP4/MXFP4, Blackwell).
+enum class WeightFormat { kBf16, kFp16, kFp8, kInt8, kInt4Awq, kInt4Gptq, kFp4 };
+// KV cache dtype: auto = the model's compute dtype (bf16/fp16), fp8 = e4m3/e5m2.
+enum class KvDtype { kAuto, kFp8 };
+// What load the estimate is asked at: a fixed number of users in flight (closed loop), a Poisson
+// request rate (open loop), or the most the setup serves (all requests at once).
+enum class ServingLoad { kConcurrency, kRequestRate, kMaxThroughput };
+
+struct ServingSpec {
+  std::string engine = "vllm";        // Default: vllm (vllm | sglang | tensorrt-llm | generic).
+  std::string engine_version;         // Default: "" = the newest profile of the engine.
+  WeightFormat weights = WeightFormat::kBf16;  // Default: bf16.
+  KvDtype kv_dtype = KvDtype::kAuto;  // Default: auto (the model dtype).
+  double gpu_memory_utilization = 0;  // Default: 0 = the engine's default memory fraction.
+  int64_t max_model_len = 0;          // Default: 0 = input_len_p90 + output_len_p90 (or the means).
+  int64_t max_num_seqs = 0;           // Default: 0 = the engine's default for the GPU.
+  int64_t max_num_batched_tokens = 0; // Default: 0 = the engine's default for the GPU.
+  double input_len = 1000;            // Default: 1000 tokens (mean prompt).
+  double output_len = 200;            // Default: 200 tokens (mean completion).
+  double input_len_p90 = 0;           // Default: 0 = fixed lengths (p90 = mean).
+  double output_len_p90 = 0;          // Default: 0 = fixed lengths.
+  ServingLoad load = ServingLoad::kConcurrency;  // Default: concurrency.
+  double concurrency = 1;             // Default: 1 request in flight.
+  double request_rate = 0;            // Default: 0 (requests/s when load is request_rate).
+  // --plan: the SLA and the load target.
+  double ttft_p90_ms = 0;             // Default: 0 = no TTFT bound.
+  double tpot_p90_ms = 0;             // Default: 0 = no TPOT bound.
+  double target_output_tokens_per_s = 0;  // Default: 0 = none (a request_rate target instead).
+};
+
 enum class Objective { kTime, kCost, kBalanced };
 enum class SpotPolicy { kNo, kAllowed, kOnly };
 
@@ -145,6 +177,7 @@ struct Job {
   ParallelSpec parallel;
   ClusterSpec cluster;
   Constraints constraints;
+  ServingSpec serving;  // used by `gpuplan serving`
   // Which keys the user set explicitly (dotted), so planners know what is pinned.
   std::map<std::string, Location> set_keys;
   bool IsSet(const std::string& key) const { return set_keys.count(key) > 0; }
@@ -197,5 +230,8 @@ std::string ToString(Recompute r);
 std::string ToString(Offload o);
 std::string ToString(Objective o);
 std::string ToString(SpotPolicy s);
+std::string ToString(WeightFormat w);  // bf16 fp16 fp8 int8 int4-awq int4-gptq fp4
+std::string ToString(KvDtype k);       // auto fp8
+std::string ToString(ServingLoad l);   // concurrency request_rate max_throughput
 
 }  // namespace gpuplan

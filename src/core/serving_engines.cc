@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cctype>
 #include <optional>
-#include <sstream>
 #include <utility>
 
 #include "gpuplan/csv.h"
@@ -20,7 +19,7 @@ const char* const kColumns[] = {
     "cuda_graph_before_kv", "cuda_graph_bytes", "non_torch_bytes_tp1", "non_torch_bytes_tp",
     "activation_bytes_per_token_elem", "activation_fixed_bytes", "activation_sampler_bytes_per_seq_vocab",
     "max_num_seqs_large", "max_num_seqs_small", "max_num_batched_tokens_large", "max_num_batched_tokens_small",
-    "large_gpu_min_bytes", "small_gpu_families", "chunked_prefill", "launch_command", "source", "date", "notes"};
+    "large_gpu_min_bytes", "large_gpu_excludes", "chunked_prefill", "launch_command", "source", "date", "notes"};
 
 constexpr double kMaxBytes = 1e15;        // far above any device's memory
 constexpr double kMaxBytesPerElem = 1e6;  // bytes per token x element: a typo guard, not physics
@@ -120,11 +119,9 @@ Status ReadScheduler(const CsvRecord& r, ServingEngineProfile& e) {
   GPUPLAN_RETURN_IF_ERROR(Count(r, "max_num_batched_tokens_large", e.max_num_batched_tokens_large));
   GPUPLAN_RETURN_IF_ERROR(Count(r, "max_num_batched_tokens_small", e.max_num_batched_tokens_small));
   GPUPLAN_RETURN_IF_ERROR(Bytes(r, "large_gpu_min_bytes", e.large_gpu_min_bytes));
-  std::istringstream words(r.Str("small_gpu_families"));
-  for (std::string w; words >> w;) {
-    if (w != Lower(w)) return Status::BadInput(r.Where("small_gpu_families"), "expected lower-case name fragments, got '" + w + "'");
-    e.small_gpu_families.push_back(w);
-  }
+  e.large_gpu_excludes = r.Str("large_gpu_excludes");
+  if (e.large_gpu_excludes != Lower(e.large_gpu_excludes))
+    return Status::BadInput(r.Where("large_gpu_excludes"), "expected a lower-case name fragment, got '" + e.large_gpu_excludes + "'");
   GPUPLAN_RETURN_IF_ERROR(Into(r.YesNo("chunked_prefill"), e.chunked_prefill));
   e.launch_command = r.Str("launch_command");
   return Status::Ok();

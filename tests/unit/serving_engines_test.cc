@@ -68,7 +68,7 @@ TEST(ServingEngines, BuiltInTableLoadsWithSourcesAndOrderedVersions) {
   EXPECT_EQ(FindServingEngine(*all, "vllm", "0.10", {})->block_size, 16);
   EXPECT_EQ(FindServingEngine(*all, "tensorrt-llm", "1.0", {})->block_size, 32);
   EXPECT_EQ(FindServingEngine(*all, "tensorrt-llm", "1.0", {})->memory_fraction_of, "free");
-  EXPECT_EQ(FindServingEngine(*all, "vllm", "0.19", {})->small_gpu_families, std::vector<std::string>{"a100"});
+  EXPECT_EQ(FindServingEngine(*all, "vllm", "0.19", {})->large_gpu_excludes, "a100");
 }
 
 TEST(ServingEngines, VersionLookup) {
@@ -140,7 +140,7 @@ TEST(ServingEngines, BadCellsAreLocatedByFileLineAndColumn) {
       {"non_torch_bytes_tp", "-1", ""},
       {"activation_fixed_bytes", "1GiB", ""},
       {"max_num_seqs_large", "", ">= 1"},
-      {"small_gpu_families", "A100", "lower-case"},
+      {"large_gpu_excludes", "A100", "lower-case"},
       {"chunked_prefill", "sometimes", ""},
       {"source", "", "source"},
       {"date", "yesterday", "YYYY-MM-DD"},

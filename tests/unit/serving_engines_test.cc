@@ -130,10 +130,10 @@ TEST(ServingEngines, BadCellsAreLocatedByFileLineAndColumn) {
   const BadCell cases[] = {
       {"engine", "vLLM", "lower-case"},
       {"version", "0.19-beta", "dotted version"},
-      {"block_size", "0", ">= 1"},
+      {"block_size", "0", "must be in [1, "},
       {"block_size", "16.5", ""},
       {"memory_fraction_key", "", "flag"},
-      {"memory_fraction_default", "0", "> 0"},
+      {"memory_fraction_default", "0", "must be in (0, 1]"},
       {"memory_fraction_default", "1.5", ""},
       {"memory_fraction_of", "device", "total or free"},
       {"cuda_graph_before_kv", "maybe", ""},

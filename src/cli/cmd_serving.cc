@@ -52,9 +52,8 @@ Result<ServingReport> BuildServingReport(const Args& args) {
   if (!profile.ok()) return profile.status();
   auto est = EstimateServing(job, ctx->catalog, ctx->cal, *engines);
   if (!est.ok()) return est.status();
-  ServingReport r{job, *gpu, *profile, *est, ""};
-  if (est->fits) r.launch = ServingLaunchLine(job, *est, *profile);
-  return r;
+  // r.launch (the engine's launch line) stays empty until ServingLaunchLine lands with `serving --plan`.
+  return ServingReport{job, *gpu, *profile, *est, ""};
 }
 
 }  // namespace

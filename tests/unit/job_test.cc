@@ -504,8 +504,10 @@ TEST(ServingKeys, TwoLoadsAreAnErrorAtTheSecond) {
 }
 
 TEST(ServingKeys, TwoLoadFlagsAreAnErrorAndAFlagReplacesTheFilesLoad) {
-  auto j = ParseJobText("model: {preset: llama-3-8b}\nserving: {concurrency: 8}\n", "job.yaml");
-  ASSERT_TRUE(j.ok());
+  auto parsed = ParseJobText("model: {preset: llama-3-8b}\nserving: {concurrency: 8}\n", "job.yaml");
+  ASSERT_TRUE(parsed.ok());
+  Job job = *parsed;
+  Job* j = &job;
   ASSERT_TRUE(SetJobKey(*j, "serving.request_rate", "3", {"command line", 0, "--request-rate"}).ok());
   EXPECT_EQ(j->serving.load, ServingLoad::kRequestRate);
   EXPECT_FALSE(j->IsSet("serving.concurrency"));

@@ -6,6 +6,7 @@
 #include "commands.h"
 #include "gpuplan/report.h"
 #include "gpuplan/serving.h"
+#include "gpuplan/text_width.h"
 
 namespace gpuplan::cli {
 
@@ -89,7 +90,7 @@ int CmdServing(const std::vector<std::string>& argv) {
     PrintFitted(ServingToText(*r, false));
   }
   if (r->estimate.fits) return 0;
-  if (*format != Format::kJson) std::fprintf(stderr, "gpuplan: %s\n", no_fit.ToString().c_str());
+  if (*format != Format::kJson) std::fputs(FitWidth("gpuplan: " + no_fit.ToString() + "\n").c_str(), stderr);
   return 2;
 }
 

@@ -137,7 +137,7 @@ std::string Header(const ServingReport& r, bool md) {
                     std::to_string(j.parallel.tp) + ", pp " + std::to_string(j.parallel.pp) + ", " +
                     std::to_string(e.replicas) + (e.replicas == 1 ? " replica" : " replicas") + "), " + e.engine + " " +
                     e.engine_version + ", weights " + ToString(s.weights) + ", KV cache " + ToString(s.kv_dtype) +
-                    (md ? "**" : "") + "\n";
+                    (md ? "**\n" : "") + "\n";
   const bool p90 = s.input_len_p90 > 0 || s.output_len_p90 > 0;
   out += "workload: " + F("%g", s.input_len) + " tokens in / " + F("%g", s.output_len) + " out" +
          (p90 ? " (p90 " + F("%g", s.input_len_p90 > 0 ? s.input_len_p90 : s.input_len) + " / " +

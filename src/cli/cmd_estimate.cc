@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "ledger_flags.h"
 #include "gpuplan/report.h"
+#include "gpuplan/serving_validation.h"
 
 namespace gpuplan::cli {
 
@@ -23,8 +24,40 @@ const std::vector<FlagSpec> kValidateFlags = {
     {"max-bias", true, "exit 2 if a framework, GPU family or method group of 5+ rows has |mean signed error| above this fraction"},
     {"catalog", true, "extra catalog CSV; repeatable"},
     {"calibration", true, "calibration CSV overriding the built-in constants"},
+    {"serving-loso", true, "per-source serving constants (data/serving_loso_fits.csv, from tools/fit_serving.py): serving rows also predicted leave-one-source-out"},
+    {"model-configs", true, "folder of Hugging Face config.json files for serving rows whose model has no preset; repeatable"},
+    {"serving-csv", true, "write every compared serving number as CSV here (tools/fit_serving.py reads it)"},
     {"help", false, "this help"},
 };
+
+// Serving files (serving_runs.csv, inference.csv: told apart by their header) through the serving
+// model; prints the report and returns its Markdown section (docs/validation.md "Serving").
+Result<std::string> ValidateServingFiles(const Args& args, const std::vector<std::string>& files, const Catalog& catalog,
+                                         const Calibration& cal) {
+  auto engines = LoadServingEngines();
+  if (!engines.ok()) return engines.status();
+  ServingRowOptions opt;
+  if (auto it = args.flags.find("model-configs"); it != args.flags.end()) opt.model_config_dirs = it->second;
+  std::optional<LosoFits> loso;
+  if (args.Has("serving-loso")) {
+    auto fits = ReadLosoFits(args.Get("serving-loso"));
+    if (!fits.ok()) return fits.status();
+    loso = std::move(fits.value());
+  }
+  auto rep = ValidateServing(files, catalog, cal, *engines, opt, loso ? &*loso : nullptr);
+  if (!rep.ok()) return rep.status();
+  for (const auto& r : rep->rows)
+    if (!r.unreadable.empty()) std::fprintf(stderr, "gpuplan: warning: %s (row skipped)\n", r.unreadable.c_str());
+  std::printf("%s", ServingValidationToText(*rep, args.Has("all")).c_str());
+  if (args.Has("serving-csv")) {
+    std::ofstream f(args.Get("serving-csv"));
+    if (!f) return Status::BadInput({"command line", 0, "--serving-csv"}, "cannot write '" + args.Get("serving-csv") + "'");
+    f << ServingComparedToCsv(*rep);
+  }
+  std::string inputs;
+  for (const auto& p : files) inputs += (inputs.empty() ? "" : " ") + p.substr(p.find_last_of('/') + 1);
+  return ServingValidationToMarkdown(*rep, inputs);
+}
 }  // namespace
 
 int CmdEstimate(const std::vector<std::string>& argv) {
@@ -108,7 +141,26 @@ int CmdValidate(const std::vector<std::string>& argv) {
     if (!fits.ok()) return Fail(fits.status());
     loso = std::move(fits.value());
   }
-  auto rep = ValidateRuns(args->positional, *catalog, *cal, loso ? &*loso : nullptr);
+  // Serving files go through the serving model; the rest is the training report, unchanged.
+  std::vector<std::string> serving_files, training_files;
+  for (const auto& p : args->positional)
+    (DetectServingFile(p) != ServingFileKind::kNone ? serving_files : training_files).push_back(p);
+  std::string serving_md;
+  if (!serving_files.empty()) {
+    auto md = ValidateServingFiles(*args, serving_files, *catalog, *cal);
+    if (!md.ok()) return Fail(md.status());
+    serving_md = *md;
+  }
+  if (training_files.empty()) {
+    const std::string out = args->Get("write", "-");
+    if (out == "-") return 0;
+    std::ofstream f(out);
+    if (!f) return Fail(Status::BadInput({"command line", 0, "--write"}, "cannot write '" + out + "'"));
+    f << "# Serving validation\n\n" << serving_md;
+    std::printf("wrote %s\n", out.c_str());
+    return 0;
+  }
+  auto rep = ValidateRuns(training_files, *catalog, *cal, loso ? &*loso : nullptr);
   if (!rep.ok()) return Fail(rep.status());
   // A row with an unreadable cell is skipped, not the file: each is named here (file:line: column: reason).
   for (const auto& v : rep->rows)
@@ -120,8 +172,9 @@ int CmdValidate(const std::vector<std::string>& argv) {
     if (!f) return Fail(Status::BadInput({"command line", 0, "--write"}, "cannot write '" + out + "'"));
     std::string inputs;
     // File names only: the page is published, the directories they were read from are not.
-    for (const auto& p : args->positional) inputs += (inputs.empty() ? "" : " ") + p.substr(p.find_last_of('/') + 1);
+    for (const auto& p : training_files) inputs += (inputs.empty() ? "" : " ") + p.substr(p.find_last_of('/') + 1);
     f << ValidationToMarkdown(*rep, inputs, *cal);
+    if (!serving_md.empty()) f << "\n" << serving_md;
     std::printf("wrote %s\n", out.c_str());
   }
   // The error bands every estimate and plan prints (data/error_bands.csv): written where --bands says.

@@ -31,6 +31,7 @@ struct Op {
   double layer_share = 1;            // Default: 1. share of the layers that run it (already in the numbers)
   double fwd_flops = 0, bwd_flops = 0;  // Default: 0. as executed (causal attention halved)
   double hbm_bytes = 0;              // Default: 0. forward HBM bytes read + written
+  double weight_elems = 0;           // Default: 0. a GEMM's weight elements on this GPU (in hbm_bytes; serving reads them per step)
   double fwd_s = 0, bwd_s = 0;       // Default: 0. GPU seconds, launch gaps excluded
   double fwd_kernels = 0, bwd_kernels = 0;  // Default: 0. non-GEMM launches (F§2: kernel_gap_s each)
   double fwd_host_ops = 0, bwd_host_ops = 0;  // Default: 0. host dispatches beyond host_ops_per_layer

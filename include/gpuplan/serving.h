@@ -44,6 +44,7 @@ struct ServingEngineProfile {
   int64_t max_num_seqs_large = 256, max_num_seqs_small = 256;
   int64_t max_num_batched_tokens_large = 8192, max_num_batched_tokens_small = 2048;
   double large_gpu_min_bytes = 0;
+  std::string large_gpu_excludes;   // GPU names containing this are never large (vLLM: "a100")
   bool chunked_prefill = true;      // prefill chunks share steps with decodes (Sarathi-Serve)
   std::string launch_command;       // vllm serve | python3 -m sglang.launch_server | trtllm-serve | ""
   std::string source, date, notes;

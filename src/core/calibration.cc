@@ -102,6 +102,8 @@ constexpr KeyRule kRules[] = {
     // data/frameworks.csv: framework.<name>.<mechanism> (docs/model/frameworks.md); factors,
     // fractions and seconds alike stay within this bound.
     {"framework.", {0, 1e4}},
+    // data/calibration.csv serving.* (docs/model/serving.md): bytes, seconds and bytes per parameter.
+    {"serving.", {0, 1e12}},
 };
 
 // The rule of a key: an exact entry, else its family (with a non-empty member name), else nullptr.

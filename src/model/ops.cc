@@ -53,6 +53,7 @@ Op GemmOp(std::string_view name, double m, double n, double kd, double peak, dou
   op.bwd_flops = c.bwd_lin * op.fwd_flops;
   op.bwd_s = c.bwd_lin * op.fwd_s;
   op.hbm_bytes = share * (m * kd + kd * n + m * n) * c.ab;
+  op.weight_elems = share * kd * n;
   return op;
 }
 

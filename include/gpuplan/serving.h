@@ -39,6 +39,10 @@ struct ServingEngineProfile {
   // token per unit of (hidden + mlp intermediate / tp), plus the sampler's logits.
   double activation_bytes_per_token_elem = 0;
   double activation_fixed_bytes = 0;
+  // The sampler's peak on the last pipeline stage: bytes per (sequence x vocab entry) for
+  // min(max_num_seqs, max_num_batched_tokens) dummy sequences (fp32 logits and the sampler's
+  // copies); the profile peak is the larger of the forward and the sampler (S§2, calibrated).
+  double activation_sampler_bytes_per_seq_vocab = 0;
   // S§4 scheduler defaults: sequences in flight, tokens per step (chunked prefill budget), on large
   // GPUs (>= large_gpu_min_bytes and not in small_gpu_families) and on the others.
   int64_t max_num_seqs_large = 256, max_num_seqs_small = 256;

@@ -25,8 +25,9 @@ Status AddLaunchLines(const Job& job, const std::vector<ServingEngineProfile>& e
 Result<ServingPlanResult> PlanWithLines(const Context& ctx, const std::vector<ServingEngineProfile>& engines) {
   auto r = PlanServing(ctx.job, ctx.catalog, ctx.cal, engines);
   if (!r.ok()) return r.status();
-  GPUPLAN_RETURN_IF_ERROR(AddLaunchLines(ctx.job, engines, *r));
-  return r;
+  ServingPlanResult out = std::move(r).value();
+  GPUPLAN_RETURN_IF_ERROR(AddLaunchLines(ctx.job, engines, out));
+  return out;
 }
 
 bool HasServingKeys(const Job& job) {

@@ -77,17 +77,21 @@ ServingWeights WeightsPerGpu(const Arch& a, WeightFormat w, int64_t tp, int64_t 
   return out;
 }
 
-// S§2 the profile run's activation peak: one forward of max_num_batched_tokens tokens (the widest
-// tensors: the residual stream and the MLP's intermediate on this rank, routed copies in a MoE
-// layer), plus the sampler's fp32 logits for max_num_seqs sequences.
+// S§2 the profile run's activation peak: the larger of one forward of max_num_batched_tokens
+// tokens (the residual stream and this rank's MLP intermediate, routed copies in a MoE layer) and
+// the dummy sampler over min(max_num_seqs, max_num_batched_tokens) sequences, whose logits and
+// copies span the whole vocabulary on every rank (the vLLM 0.19 logs: the peak does not shrink
+// with tp and grows with the vocabulary), plus a fixed part. The last pipeline stage, which
+// samples, sets the capacity.
 double ActivationPeakBytes(const Arch& a, const ServingEngineProfile& e, int64_t tp, int64_t batched_tokens,
                            int64_t max_seqs) {
   const double t = static_cast<double>(tp);
   const double mlp_local = a.IsMoe() ? static_cast<double>(a.MoeFfn()) * (a.experts_per_token + a.shared_experts) / t
                                      : static_cast<double>(a.Ffn()) / t;
-  const double per_token = (a.hidden + mlp_local) * e.activation_bytes_per_token_elem;
-  const double logits = static_cast<double>(std::min(max_seqs, batched_tokens)) * a.vocab / t * 4;
-  return batched_tokens * per_token + logits + e.activation_fixed_bytes;
+  const double forward = static_cast<double>(batched_tokens) * (a.hidden + mlp_local) * e.activation_bytes_per_token_elem;
+  const double sampler = static_cast<double>(std::min(max_seqs, batched_tokens)) * static_cast<double>(a.vocab) *
+                         e.activation_sampler_bytes_per_seq_vocab;
+  return std::max(forward, sampler) + e.activation_fixed_bytes;
 }
 
 ServingMemory StartupMemory(const Job& job, const GpuSpec& gpu, const ServingEngineProfile& e, const ServingLimits& lim,
@@ -99,7 +103,9 @@ ServingMemory StartupMemory(const Job& job, const GpuSpec& gpu, const ServingEng
   m.device_bytes = gpu.memory_bytes - cal.Get("serving.driver_reserved_bytes");
   m.weights_bytes = WeightsPerGpu(job.arch, s.weights, tp, pp, cal).per_gpu_bytes;
   m.activation_bytes = ActivationPeakBytes(job.arch, e, tp, lim.max_num_batched_tokens, lim.max_num_seqs);
-  m.non_torch_bytes = tp * pp > 1 ? e.non_torch_bytes_tp : e.non_torch_bytes_tp1;
+  // S§2 NCCL's buffers come with tensor parallelism (the logs: 2.1 GiB at tp 2-4, 0.07-0.25 GiB at
+  // tp 1 whatever pp).
+  m.non_torch_bytes = tp > 1 ? e.non_torch_bytes_tp : e.non_torch_bytes_tp1;
   m.cuda_graph_bytes = e.cuda_graph_bytes;
   const double graphs = e.cuda_graph_before_kv ? m.cuda_graph_bytes : 0.0;
   const double used = m.weights_bytes + m.activation_bytes + m.non_torch_bytes + graphs;

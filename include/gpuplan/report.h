@@ -100,3 +100,25 @@ nlohmann::json PlanToJson(const PlanResult& r, const Job& job, const PlanPrintCo
 std::string PlanToText(const PlanResult& r, const Job& job, bool markdown, const PlanPrintContext& ctx = {});
 
 }  // namespace gpuplan
+
+#include "gpuplan/serving.h"
+
+namespace gpuplan {
+
+// `gpuplan serving`: one record, two printers (src/report/serving_report.cc).
+struct ServingReport {
+  Job job;
+  GpuSpec gpu;
+  ServingEngineProfile engine;  // the profile the estimate used (how the memory table reads)
+  ServingEstimate estimate;
+  std::string launch;  // the engine's launch line for the flags the estimate assumed ("" = none)
+};
+// The keys (kv_cache_bytes_per_token, kv_cache_capacity_tokens, max_concurrency, ttft_s and
+// tpot_s {mean, p90}, output_tokens_per_s[_per_gpu], requests_per_s, cost_per_million_output_tokens_usd,
+// bottleneck) plus the start-up memory, the decode step and the notes; latency, throughput and cost
+// are null when the model does not fit, cost is null when unpriced.
+nlohmann::json ServingToJson(const ServingReport& r);
+// At most kTextWidth columns once PrintFitted wraps the prose lines (tables fit as they are).
+std::string ServingToText(const ServingReport& r, bool markdown);
+
+}  // namespace gpuplan

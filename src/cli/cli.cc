@@ -17,7 +17,8 @@ namespace {
 bool IsBoolKey(const std::string& key) {
   static const char* kBools[] = {"model.norm_bias", "model.linear_bias", "model.qkv_bias", "model.tied_embeddings",
                                  "model.dropout", "training.flash_attention", "training.fp32_grads", "training.checkpoint_async", "training.checkpoint_full_state",
-                                 "parallel.sequence_parallel", "cluster.gpudirect_rdma", "constraints.allow_tp_across_nodes"};
+                                 "parallel.sequence_parallel", "cluster.gpudirect_rdma", "constraints.allow_tp_across_nodes",
+                                 "serving.max_throughput"};
   for (const char* k : kBools)
     if (key == k) return true;
   return false;
@@ -200,7 +201,9 @@ int Fail(const Status& st, bool json) {
 
 int Fail(const Status& st) { return Fail(st, false); }
 
-std::string FlagHelp(const std::vector<FlagSpec>& own, bool job_flags, bool constraint_keys) {
+namespace {
+std::string FlagLines(const std::vector<FlagSpec>& own, const std::vector<std::string>& prefixes, bool job_flags,
+                      const std::vector<std::string>& skip) {
   std::string out = "options:\n";
   auto line = [&](const std::string& flag, const std::string& help) {
     std::string f = "  --" + flag;
@@ -211,10 +214,36 @@ std::string FlagHelp(const std::vector<FlagSpec>& own, bool job_flags, bool cons
   for (const auto& f : own) line(f.name + (f.takes_value ? " V" : ""), f.help);
   if (job_flags) {
     out += "job keys (a job file's keys, as flags; they override the file):\n";
+    auto starts = [&](const std::string& key, const std::vector<std::string>& list) {
+      for (const auto& p : list)
+        if (key.rfind(p, 0) == 0) return true;
+      return false;
+    };
     for (const auto& k : JobKeys())
-      if (constraint_keys || k.key.rfind("constraints.", 0) != 0) line(k.flag + " V", k.key + ": " + k.help);
+      if ((prefixes.empty() || starts(k.key, prefixes)) && !starts(k.key, skip)) line(k.flag + " V", k.key + ": " + k.help);
   }
   return out;
+}
+}  // namespace
+
+std::string FlagHelp(const std::vector<FlagSpec>& own, bool job_flags, bool constraint_keys) {
+  std::vector<std::string> skip = {"serving."};
+  if (!constraint_keys) skip.push_back("constraints.");
+  return FlagLines(own, {}, job_flags, skip);
+}
+
+std::string FlagHelpFor(const std::vector<FlagSpec>& own, const std::vector<std::string>& key_prefixes) {
+  return FlagLines(own, key_prefixes, true, {});
+}
+
+Status RefuseServingFlags(const Args& args, const std::string& command) {
+  for (const auto& [key, value] : args.job_flags) {
+    if (key.rfind("serving.", 0) != 0) continue;
+    return Status::BadInput({"command line", 0, "--" + FindJobKey(key)->flag},
+                            "is a serving key (" + key + "): 'gpuplan serving' takes it; 'gpuplan " + command +
+                                "' plans training and would ignore it");
+  }
+  return Status::Ok();
 }
 
 void Appendf(std::string* out, const char* fmt, ...) {

@@ -52,12 +52,19 @@ Result<Context> LoadContext(const Args& args, bool finalize_job = true);
 enum class Format { kText, kMarkdown, kJson, kCsv };
 Result<Format> GetFormat(const Args& args);
 
-// `constraint_keys` false leaves out the constraints.* (plan-only) job keys.
+// `constraint_keys` false leaves out the constraints.* (plan-only) job keys; the serving.* keys are
+// `gpuplan serving`'s and never listed here.
 std::string FlagHelp(const std::vector<FlagSpec>& own, bool job_flags, bool constraint_keys = true);
+// The job keys whose dotted name starts with one of `key_prefixes` ("model.", "serving.", "parallel.tp").
+std::string FlagHelpFor(const std::vector<FlagSpec>& own, const std::vector<std::string>& key_prefixes);
 
 // memory and estimate refuse the planner's flags (constraints.*: --deadline-hours, --budget-usd,
 // --spot, --objective, --clouds, --max-gpus, --top, ...) rather than ignore them.
 Status RefusePlanFlags(const Args& args, const std::string& command);
+
+// The training commands (memory, estimate, plan) refuse the serving.* keys (--weights, --concurrency,
+// --engine, ...) rather than ignore them.
+Status RefuseServingFlags(const Args& args, const std::string& command);
 
 // Errors under --json are JSON too, on stdout (where the JSON result would have gone):
 //   {"error": {"code": "bad_input"|"infeasible"|"internal", "location": "file:line"|null,

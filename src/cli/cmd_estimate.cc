@@ -43,6 +43,7 @@ int CmdEstimate(const std::vector<std::string>& argv) {
     return 0;
   }
   if (Status st = RefusePlanFlags(*args, "estimate"); !st.ok()) return Fail(st, json);
+  if (Status st = RefuseServingFlags(*args, "estimate"); !st.ok()) return Fail(st, json);
   auto format = GetFormat(*args);
   if (!format.ok()) return Fail(format.status(), json);
   auto ctx = LoadContext(*args);

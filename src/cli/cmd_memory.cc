@@ -21,6 +21,7 @@ int CmdMemory(const std::vector<std::string>& argv) {
     return 0;
   }
   if (Status st = RefusePlanFlags(*args, "memory"); !st.ok()) return Fail(st, json);
+  if (Status st = RefuseServingFlags(*args, "memory"); !st.ok()) return Fail(st, json);
   auto format = GetFormat(*args);
   if (!format.ok()) return Fail(format.status(), json);
   auto ctx = LoadContext(*args);

@@ -59,6 +59,7 @@ int CmdPlan(const std::vector<std::string>& argv) {
                 FlagHelp(PlanFlags(), true).c_str());
     return 0;
   }
+  if (Status st = RefuseServingFlags(*args, "plan"); !st.ok()) return Fail(st, json);
   auto format = GetFormat(*args);
   if (!format.ok()) return Fail(format.status(), json);
   // Not finalized: cluster/parallel keys the user set are pins, the rest stay open.

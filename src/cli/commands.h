@@ -10,6 +10,7 @@ int CmdMemory(const std::vector<std::string>& argv);
 int CmdModels(const std::vector<std::string>& argv);
 int CmdCatalog(const std::vector<std::string>& argv);
 int CmdEstimate(const std::vector<std::string>& argv);
+int CmdServing(const std::vector<std::string>& argv);
 int CmdValidate(const std::vector<std::string>& argv);
 int CmdPlan(const std::vector<std::string>& argv);
 int CmdExport(const std::vector<std::string>& argv);

@@ -22,6 +22,7 @@ struct Command {
 const Command kCommands[] = {
     {"memory", "training memory per GPU, broken down; does it fit, and what would", gpuplan::cli::CmdMemory},
     {"estimate", "step time, throughput, MFU and time to train, with the bottleneck", gpuplan::cli::CmdEstimate},
+    {"serving", "inference serving: KV-cache capacity, concurrency, TTFT/TPOT, throughput and cost per million tokens", gpuplan::cli::CmdServing},
     {"plan", "search cloud instances and layouts for the best whole setup", gpuplan::cli::CmdPlan},
     {"export", "write launch artefacts for a plan: deepspeed, accelerate, torchrun, megatron, torchtitan, slurm, kubernetes, skypilot, fabric", gpuplan::cli::CmdExport},
     {"import", "read ds_config.json / accelerate YAML / torchtitan TOML / Megatron or torchrun command lines into a job", gpuplan::cli::CmdImport},
@@ -37,7 +38,7 @@ const Command kCommands[] = {
 };
 
 void Usage(FILE* out) {
-  std::fprintf(out, "gpuplan %s — plan GPU cloud setups for LLM training\n\nusage: gpuplan COMMAND [JOB.yaml] [--flags]\n\ncommands:\n",
+  std::fprintf(out, "gpuplan %s — plan GPU cloud setups for LLM training and serving\n\nusage: gpuplan COMMAND [JOB.yaml] [--flags]\n\ncommands:\n",
                gpuplan::kVersion);
   for (const auto& c : kCommands) {
     char line[512];

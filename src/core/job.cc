@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -162,10 +163,89 @@ Setter List(Get get, const char* what) {
   };
 }
 
+// Where a key was given, for a message about another key: "on line 12", "--concurrency on the command line".
+std::string GivenAt(const Location& l) {
+  if (l.line > 0) return "on line " + std::to_string(l.line);
+  if (l.key.rfind("--", 0) == 0) return "as " + l.key + " on the command line";
+  return "in " + (l.file.empty() ? std::string("the job") : l.file);
+}
+
+// serving.concurrency | serving.request_rate | serving.max_throughput choose serving.load: one of them.
+// A second one from the same source (the file, or the command line) is an error at its location; a
+// flag replaces the file's choice, as flags override the file.
+Status SetServingLoad(Job& j, const std::string& key, ServingLoad load, const Location& w) {
+  static const char* kLoadKeys[] = {"serving.concurrency", "serving.request_rate", "serving.max_throughput"};
+  for (const char* other : kLoadKeys) {
+    if (key == other) continue;
+    auto it = j.set_keys.find(other);
+    if (it == j.set_keys.end()) continue;
+    if (it->second.file == w.file)
+      return Bad(w, "give one load: serving.concurrency, serving.request_rate or serving.max_throughput (" + std::string(other) +
+                        " is given " + GivenAt(it->second) + ")");
+    j.set_keys.erase(it);
+  }
+  j.serving.load = load;
+  return Status::Ok();
+}
+
+template <typename Get>
+Setter LoadValue(const char* key, ServingLoad load, Get get, double min, double max, const char* must) {
+  return [=](Job& j, const std::string& s, const Location& w) -> Status {
+    auto v = ParseNumber(s, w);
+    if (!v.ok()) return v.status();
+    if (!(*v >= min && *v <= max)) return Bad(w, std::string(must) + ", got " + s);
+    GPUPLAN_RETURN_IF_ERROR(SetServingLoad(j, key, load, w));
+    get(j) = *v;
+    return Status::Ok();
+  };
+}
+
 struct KeyEntry {
   JobKey key;
   Setter set;
 };
+
+
+// The serving: section (`gpuplan serving`; docs/model/serving.md).
+template <typename Add>
+void AddServingKeys(Add& add) {
+  add("serving.engine", "engine", "vllm|sglang|tensorrt-llm|generic: the serving engine's profile (data/serving_engines.csv) (default vllm)", Str([](Job& j) -> std::string& { return j.serving.engine; }));
+  add("serving.engine_version", "engine-version", "the engine's version, e.g. 0.19 (default: its newest profile)", Str([](Job& j) -> std::string& { return j.serving.engine_version; }));
+  add("serving.weights", "weights", "bf16|fp16|fp8|int8|int4-awq|int4-gptq|fp4: weights as the engine loads them (default bf16)", [](Job& j, const std::string& s, const Location& w) -> Status {
+    auto v = ParseEnum<WeightFormat>(s, w, {{"bf16", WeightFormat::kBf16}, {"fp16", WeightFormat::kFp16}, {"fp8", WeightFormat::kFp8}, {"int8", WeightFormat::kInt8}, {"int4-awq", WeightFormat::kInt4Awq}, {"int4-gptq", WeightFormat::kInt4Gptq}, {"fp4", WeightFormat::kFp4}});
+    if (!v.ok()) return v.status();
+    j.serving.weights = *v;
+    return Status::Ok();
+  });
+  add("serving.kv_dtype", "kv-dtype", "auto|fp8: KV-cache dtype; auto = the model's (default auto)", [](Job& j, const std::string& s, const Location& w) -> Status {
+    auto v = ParseEnum<KvDtype>(s, w, {{"auto", KvDtype::kAuto}, {"fp8", KvDtype::kFp8}});
+    if (!v.ok()) return v.status();
+    j.serving.kv_dtype = *v;
+    return Status::Ok();
+  });
+  add("serving.gpu_memory_utilization", "gpu-memory-utilization", "fraction of GPU memory the engine may use, 0 < x <= 1 (default: the engine's)", Real([](Job& j) -> double& { return j.serving.gpu_memory_utilization; }, [](double v) { return v > 0 && v <= 1; }, "must be in (0, 1]"));
+  add("serving.max_model_len", "max-model-len", "longest request in tokens, prompt + output (default: input_len_p90 + output_len_p90)", Int([](Job& j) -> int64_t& { return j.serving.max_model_len; }, 1, kMaxSeq));
+  add("serving.max_num_seqs", "max-num-seqs", "most sequences in one batch (default: the engine's for the GPU)", Int([](Job& j) -> int64_t& { return j.serving.max_num_seqs; }, 1, 1 << 20));
+  add("serving.max_num_batched_tokens", "max-num-batched-tokens", "most tokens in one step, the chunked-prefill budget (default: the engine's for the GPU)", Int([](Job& j) -> int64_t& { return j.serving.max_num_batched_tokens; }, 1, kMaxSeq));
+  auto tokens = [](double v) { return v >= 1 && v <= static_cast<double>(kMaxSeq); };
+  const char* tokens_must = "must be in 1..16777216 tokens";
+  add("serving.input_len", "input-len", "mean prompt length in tokens (default 1000)", Real([](Job& j) -> double& { return j.serving.input_len; }, tokens, tokens_must));
+  add("serving.output_len", "output-len", "mean output length in tokens (default 200)", Real([](Job& j) -> double& { return j.serving.output_len; }, tokens, tokens_must));
+  add("serving.input_len_p90", "input-len-p90", "p90 prompt length, >= input_len (default: = input_len, fixed lengths)", Real([](Job& j) -> double& { return j.serving.input_len_p90; }, tokens, tokens_must));
+  add("serving.output_len_p90", "output-len-p90", "p90 output length, >= output_len (default: = output_len, fixed lengths)", Real([](Job& j) -> double& { return j.serving.output_len_p90; }, tokens, tokens_must));
+  add("serving.concurrency", "concurrency", "load: requests in flight (closed loop); one of concurrency, request_rate, max_throughput (default 1)", LoadValue("serving.concurrency", ServingLoad::kConcurrency, [](Job& j) -> double& { return j.serving.concurrency; }, 1, 1e6, "must be in 1..1e6 requests in flight"));
+  add("serving.request_rate", "request-rate", "load: Poisson arrivals in requests/s (open loop); one of concurrency, request_rate, max_throughput", LoadValue("serving.request_rate", ServingLoad::kRequestRate, [](Job& j) -> double& { return j.serving.request_rate; }, 1e-6, 1e6, "must be in (0, 1e6] requests/s"));
+  add("serving.max_throughput", "max-throughput", "load: true = all requests at once, the most the setup serves; one of concurrency, request_rate, max_throughput", [](Job& j, const std::string& s, const Location& w) -> Status {
+    auto v = ParseBool(s, w);
+    if (!v.ok()) return v.status();
+    if (!*v) return Bad(w, "only true chooses a load; for a fixed load give serving.concurrency or serving.request_rate instead");
+    return SetServingLoad(j, "serving.max_throughput", ServingLoad::kMaxThroughput, w);
+  });
+  auto ms = [](double v) { return v > 0 && v <= 1e7; };
+  add("serving.ttft_p90_ms", "ttft-p90-ms", "--plan SLA: p90 time to first token in ms (default: no bound)", Real([](Job& j) -> double& { return j.serving.ttft_p90_ms; }, ms, "must be in (0, 1e7] ms"));
+  add("serving.tpot_p90_ms", "tpot-p90-ms", "--plan SLA: p90 time per output token in ms (default: no bound)", Real([](Job& j) -> double& { return j.serving.tpot_p90_ms; }, ms, "must be in (0, 1e7] ms"));
+  add("serving.target_output_tokens_per_s", "target-output-tokens-per-s", "--plan load target: output tokens/s over all replicas (default: none; a request_rate instead)", Real([](Job& j) -> double& { return j.serving.target_output_tokens_per_s; }, [](double v) { return v > 0 && v <= 1e12; }, "must be in (0, 1e12] tokens/s"));
+}
 
 const std::vector<KeyEntry>& Entries() {
   static const std::vector<KeyEntry> entries = [] {
@@ -446,6 +526,7 @@ const std::vector<KeyEntry>& Entries() {
     add("constraints.rerun_factor", "rerun-factor", "budget multiplier for debugging and reruns (default 1.3)", Real([](Job& j) -> double& { return j.constraints.rerun_factor; }, [](double v) { return !(v < 1 || v > 10); }, "must be in 1..10"));
     add("constraints.allow_tp_across_nodes", "allow-tp-across-nodes", "let tensor parallelism span nodes (default false)", Bool([](Job& j) -> bool& { return j.constraints.allow_tp_across_nodes; }));
     add("constraints.top", "top", "plans to show (default 10)", Int([](Job& j) -> int64_t& { return j.constraints.top; }, 1, 1000));
+    AddServingKeys(add);
     return e;
   }();
   return entries;
@@ -676,9 +757,9 @@ Result<Job> ParseJobText(const std::string& text, const std::string& file) {
   auto parsed = LoadOneDocument(text, file);
   if (!parsed.ok()) return parsed.status();
   const YAML::Node root = *parsed;
-  if (!root.IsMap()) return Bad({file, 1, ""}, "a job file is a mapping with sections model, training, parallel, cluster (and constraints)");
+  if (!root.IsMap()) return Bad({file, 1, ""}, "a job file is a mapping with sections model, training, parallel, cluster (and constraints, serving)");
   // Order: model first (a preset/config replaces the whole arch; inline fields then refine it).
-  static const char* kSections[] = {"model", "training", "parallel", "cluster", "constraints"};
+  static const char* kSections[] = {"model", "training", "parallel", "cluster", "constraints", "serving"};
   try {
     std::map<std::string, int> sections_seen;
     for (auto it = root.begin(); it != root.end(); ++it) {
@@ -688,7 +769,7 @@ Result<Job> ParseJobText(const std::string& text, const std::string& file) {
         return Bad(here, "section given twice (first on line " + std::to_string(pos->second) + ")");
       bool known = false;
       for (const char* s : kSections) known |= sec == s;
-      if (!known) return Bad(At(file, it->first, sec), "unknown section (expected model, training, parallel, cluster, constraints)");
+      if (!known) return Bad(At(file, it->first, sec), "unknown section (expected model, training, parallel, cluster, constraints, serving)");
       if (!it->second.IsMap()) return Bad(At(file, it->second, sec), "expected a mapping");
     }
     const YAML::Node model = root["model"];
@@ -712,7 +793,7 @@ Result<Job> ParseJobText(const std::string& text, const std::string& file) {
         GPUPLAN_RETURN_IF_ERROR(SetFromNode(job, "model." + k, it->second, file));
       }
     }
-    for (const char* sec : {"training", "parallel", "cluster", "constraints"}) {
+    for (const char* sec : {"training", "parallel", "cluster", "constraints", "serving"}) {
       if (root[sec]) GPUPLAN_RETURN_IF_ERROR(WalkMap(job, root[sec], sec, file));
     }
   } catch (const YAML::Exception& ex) {
@@ -756,6 +837,36 @@ Status ApplyDatasetSize(Job& job) {
   if (!(t.tokens <= 1e16))  // the bound of training.tokens itself
     return Bad(loc("training.samples"), "samples x epochs x tokens_per_sample = " + std::to_string(t.tokens) +
                                             " tokens, above the 1e16 limit of training.tokens");
+  return Status::Ok();
+}
+
+// A number as a user wrote it: 1000, 0.5, 1e+07.
+std::string Decimal(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+// The serving: section as a whole (each key alone is checked where it is set): a p90 length is at
+// least its mean, and max_model_len holds a mean request.
+Status CheckServing(const Job& job) {
+  auto loc = [&](const std::string& key) {
+    auto it = job.set_keys.find(key);
+    return it != job.set_keys.end() ? it->second : Location{job.source, 0, key};
+  };
+  const ServingSpec& s = job.serving;
+  const std::pair<const char*, double> p90s[] = {{"input_len", s.input_len}, {"output_len", s.output_len}};
+  for (const auto& [name, mean] : p90s) {
+    const std::string key = std::string("serving.") + name + "_p90";
+    const double p90 = std::string(name) == "input_len" ? s.input_len_p90 : s.output_len_p90;
+    if (job.IsSet(key) && p90 < mean)
+      return Bad(loc(key), "the p90 (" + Decimal(p90) + ") is below the mean serving." + name + " (" + Decimal(mean) +
+                               "); a p90 is at least the mean");
+  }
+  if (job.IsSet("serving.max_model_len") && static_cast<double>(s.max_model_len) < s.input_len + s.output_len)
+    return Bad(loc("serving.max_model_len"), std::to_string(s.max_model_len) + " tokens is shorter than a mean request (input_len " +
+                                                 Decimal(s.input_len) + " + output_len " + Decimal(s.output_len) +
+                                                 "); the engine would reject it");
   return Status::Ok();
 }
 
@@ -872,7 +983,7 @@ Status FinalizeJob(Job& job) {
   if (p.offload == Offload::kOptimizerParams && p.zero != 3)
     return Bad(loc("parallel.offload"), "parameter offload needs ZeRO 3 (DeepSpeed offload_param; parallel.zero is " + std::to_string(p.zero) +
                                             "): set parallel.zero: 3, or parallel.offload: optimizer");
-  return Status::Ok();
+  return CheckServing(job);
 }
 
 Status CheckCatalogIds(const Job& job, const Catalog& catalog) {
@@ -994,6 +1105,28 @@ std::string ToString(Offload o) {
     case Offload::kOptimizerParams: return "optimizer+params";
   }
   return "none";
+}
+
+std::string ToString(WeightFormat w) {
+  switch (w) {
+    case WeightFormat::kBf16: return "bf16";
+    case WeightFormat::kFp16: return "fp16";
+    case WeightFormat::kFp8: return "fp8";
+    case WeightFormat::kInt8: return "int8";
+    case WeightFormat::kInt4Awq: return "int4-awq";
+    case WeightFormat::kInt4Gptq: return "int4-gptq";
+    case WeightFormat::kFp4: return "fp4";
+  }
+  return "bf16";
+}
+std::string ToString(KvDtype k) { return k == KvDtype::kFp8 ? "fp8" : "auto"; }
+std::string ToString(ServingLoad l) {
+  switch (l) {
+    case ServingLoad::kConcurrency: return "concurrency";
+    case ServingLoad::kRequestRate: return "request_rate";
+    case ServingLoad::kMaxThroughput: return "max_throughput";
+  }
+  return "concurrency";
 }
 
 }  // namespace gpuplan

@@ -176,6 +176,36 @@ void ParallelClusterKeys(const Job& job, std::map<std::string, std::string>& out
   if (c.cpu_cores_per_gpu > 0) out["cluster.cpu_cores_per_gpu"] = Int(c.cpu_cores_per_gpu);
 }
 
+// The serving keys where they differ from the default or were set; a training job writes none.
+// The load is written by the key that chose it.
+void ServingKeys(const Job& job, std::map<std::string, std::string>& out) {
+  const ServingSpec& s = job.serving;
+  const ServingSpec d;
+  auto put = [&](const char* key, bool differs, const std::string& v) {
+    if (differs || job.IsSet(key)) out[key] = v;
+  };
+  put("serving.engine", s.engine != d.engine, s.engine);
+  if (!s.engine_version.empty()) out["serving.engine_version"] = s.engine_version;
+  put("serving.weights", s.weights != d.weights, ToString(s.weights));
+  put("serving.kv_dtype", s.kv_dtype != d.kv_dtype, ToString(s.kv_dtype));
+  if (s.gpu_memory_utilization > 0) out["serving.gpu_memory_utilization"] = Num(s.gpu_memory_utilization);
+  if (s.max_model_len > 0) out["serving.max_model_len"] = Int(s.max_model_len);
+  if (s.max_num_seqs > 0) out["serving.max_num_seqs"] = Int(s.max_num_seqs);
+  if (s.max_num_batched_tokens > 0) out["serving.max_num_batched_tokens"] = Int(s.max_num_batched_tokens);
+  put("serving.input_len", s.input_len != d.input_len, Num(s.input_len));
+  put("serving.output_len", s.output_len != d.output_len, Num(s.output_len));
+  if (s.input_len_p90 > 0) out["serving.input_len_p90"] = Num(s.input_len_p90);
+  if (s.output_len_p90 > 0) out["serving.output_len_p90"] = Num(s.output_len_p90);
+  switch (s.load) {
+    case ServingLoad::kConcurrency: put("serving.concurrency", s.concurrency != d.concurrency, Num(s.concurrency)); break;
+    case ServingLoad::kRequestRate: out["serving.request_rate"] = Num(s.request_rate); break;
+    case ServingLoad::kMaxThroughput: out["serving.max_throughput"] = "true"; break;
+  }
+  if (s.ttft_p90_ms > 0) out["serving.ttft_p90_ms"] = Num(s.ttft_p90_ms);
+  if (s.tpot_p90_ms > 0) out["serving.tpot_p90_ms"] = Num(s.tpot_p90_ms);
+  if (s.target_output_tokens_per_s > 0) out["serving.target_output_tokens_per_s"] = Num(s.target_output_tokens_per_s);
+}
+
 // A YAML scalar: quoted when plain style would change its meaning.
 std::string YamlScalar(const std::string& v) {
   const bool plain = !v.empty() && v.find_first_of(":#{}[],&*!|>'\"%@`\n") == std::string::npos && v.front() != ' ' &&
@@ -200,6 +230,7 @@ std::vector<std::pair<std::string, std::string>> JobToKeys(const Job& job) {
   ModelKeys(job.arch, values);
   TrainingKeys(job, values);
   ParallelClusterKeys(job, values);
+  ServingKeys(job, values);
   std::vector<std::pair<std::string, std::string>> out;
   for (const auto& k : JobKeys())
     if (auto it = values.find(k.key); it != values.end()) out.emplace_back(k.key, it->second);

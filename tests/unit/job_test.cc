@@ -441,3 +441,118 @@ TEST(Job, EveryPresetValueIsAcceptedByItsFlag) {
 
 }  // namespace
 }  // namespace gpuplan
+
+namespace gpuplan {
+namespace {
+
+// A serving job (model + cluster + serving) needs no training keys: FinalizeJob accepts it.
+TEST(ServingKeys, ServingOnlyJobFinalizes) {
+  auto j = Parse("model: {preset: llama-3-8b}\ncluster: {gpu: h100-sxm-80gb, num_gpus: 2}\nparallel: {tp: 1}\n"
+                 "serving: {engine: vllm, weights: int4-awq, kv_dtype: fp8, gpu_memory_utilization: 0.85,\n"
+                 "          max_model_len: 4096, max_num_seqs: 64, max_num_batched_tokens: 2048,\n"
+                 "          input_len: 1000, output_len: 200, input_len_p90: 2000, output_len_p90: 400, request_rate: 5}\n");
+  ASSERT_TRUE(j.ok()) << j.status().ToString();
+  const ServingSpec& s = j->serving;
+  EXPECT_EQ(s.engine, "vllm");
+  EXPECT_EQ(s.weights, WeightFormat::kInt4Awq);
+  EXPECT_EQ(s.kv_dtype, KvDtype::kFp8);
+  EXPECT_DOUBLE_EQ(s.gpu_memory_utilization, 0.85);
+  EXPECT_EQ(s.max_model_len, 4096);
+  EXPECT_EQ(s.max_num_seqs, 64);
+  EXPECT_EQ(s.max_num_batched_tokens, 2048);
+  EXPECT_DOUBLE_EQ(s.input_len_p90, 2000);
+  EXPECT_DOUBLE_EQ(s.output_len_p90, 400);
+  EXPECT_EQ(s.load, ServingLoad::kRequestRate);
+  EXPECT_DOUBLE_EQ(s.request_rate, 5);
+  EXPECT_EQ(j->parallel.dp, 2);  // replicas
+}
+
+TEST(ServingKeys, DefaultsAreTheHeaders) {
+  auto j = Parse("model: {preset: llama-3-8b}\n");
+  ASSERT_TRUE(j.ok()) << j.status().ToString();
+  EXPECT_EQ(j->serving.load, ServingLoad::kConcurrency);
+  EXPECT_EQ(j->serving.weights, WeightFormat::kBf16);
+  EXPECT_EQ(j->serving.engine, "vllm");
+}
+
+TEST(ServingKeys, BadValuesAreLocated) {
+  const std::string head = "model: {preset: llama-3-8b}\nserving:\n";
+  EXPECT_EQ(Error(head + "  weights: int3\n"),
+            "job.yaml:3: serving.weights: expected one of bf16|fp16|fp8|int8|int4-awq|int4-gptq|fp4, got 'int3'");
+  EXPECT_EQ(Error(head + "  kv_dtype: int8\n"), "job.yaml:3: serving.kv_dtype: expected one of auto|fp8, got 'int8'");
+  EXPECT_EQ(Error(head + "  gpu_memory_utilization: 1.2\n"), "job.yaml:3: serving.gpu_memory_utilization: must be in (0, 1], got 1.2");
+  EXPECT_EQ(Error(head + "  gpu_memory_utilization: 0\n"), "job.yaml:3: serving.gpu_memory_utilization: must be in (0, 1], got 0");
+  EXPECT_NE(Error(head + "  max_model_len: 0\n").find("job.yaml:3: serving.max_model_len:"), std::string::npos);
+  EXPECT_NE(Error(head + "  max_num_seqs: 1.5\n").find("job.yaml:3: serving.max_num_seqs: expected a whole number"), std::string::npos);
+  EXPECT_NE(Error(head + "  input_len: 0\n").find("job.yaml:3: serving.input_len: must be in 1.."), std::string::npos);
+  EXPECT_NE(Error(head + "  output_len: abc\n").find("job.yaml:3: serving.output_len:"), std::string::npos);
+  EXPECT_NE(Error(head + "  concurrency: 0\n").find("job.yaml:3: serving.concurrency: must be in 1..1e6"), std::string::npos);
+  EXPECT_NE(Error(head + "  request_rate: -1\n").find("job.yaml:3: serving.request_rate: must be in (0, 1e6]"), std::string::npos);
+  EXPECT_NE(Error(head + "  max_throughput: false\n").find("job.yaml:3: serving.max_throughput: only true"), std::string::npos);
+  EXPECT_NE(Error(head + "  ttft_p90_ms: 0\n").find("job.yaml:3: serving.ttft_p90_ms:"), std::string::npos);
+  EXPECT_NE(Error(head + "  engine: ''\n").find("job.yaml:3: serving.engine: must not be empty"), std::string::npos);
+  EXPECT_NE(Error(head + "  concurency: 4\n").find("job.yaml:3: serving.concurency: unknown key (did you mean 'serving.concurrency'?)"),
+            std::string::npos);
+}
+
+TEST(ServingKeys, TwoLoadsAreAnErrorAtTheSecond) {
+  const std::string e = Error("model: {preset: llama-3-8b}\nserving:\n  concurrency: 8\n  request_rate: 2\n");
+  EXPECT_EQ(e.rfind("job.yaml:4: serving.request_rate: give one load", 0), 0u) << e;
+  EXPECT_NE(e.find("serving.concurrency is given on line 3"), std::string::npos) << e;
+  const std::string m = Error("model: {preset: llama-3-8b}\nserving: {max_throughput: true, concurrency: 4}\n");
+  EXPECT_EQ(m.rfind("job.yaml:2: serving.concurrency: give one load", 0), 0u) << m;
+}
+
+TEST(ServingKeys, TwoLoadFlagsAreAnErrorAndAFlagReplacesTheFilesLoad) {
+  auto j = ParseJobText("model: {preset: llama-3-8b}\nserving: {concurrency: 8}\n", "job.yaml");
+  ASSERT_TRUE(j.ok());
+  ASSERT_TRUE(SetJobKey(*j, "serving.request_rate", "3", {"command line", 0, "--request-rate"}).ok());
+  EXPECT_EQ(j->serving.load, ServingLoad::kRequestRate);
+  EXPECT_FALSE(j->IsSet("serving.concurrency"));
+  const Status st = SetJobKey(*j, "serving.max_throughput", "true", {"command line", 0, "--max-throughput"});
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.ToString().find("--max-throughput: give one load"), std::string::npos) << st.ToString();
+  EXPECT_NE(st.ToString().find("as --request-rate on the command line"), std::string::npos) << st.ToString();
+}
+
+TEST(ServingKeys, P90BelowTheMeanIsAnErrorAtTheP90) {
+  EXPECT_EQ(Error("model: {preset: llama-3-8b}\nserving:\n  input_len: 2000\n  input_len_p90: 1500\n"),
+            "job.yaml:4: serving.input_len_p90: the p90 (1500) is below the mean serving.input_len (2000); a p90 is at least the mean");
+  EXPECT_NE(Error("model: {preset: llama-3-8b}\nserving: {output_len_p90: 100}\n").find("job.yaml:2: serving.output_len_p90: the p90 (100)"),
+            std::string::npos);
+  EXPECT_EQ(Error("model: {preset: llama-3-8b}\nserving: {input_len: 500, input_len_p90: 500}\n"), "");
+}
+
+TEST(ServingKeys, MaxModelLenHoldsAMeanRequest) {
+  EXPECT_NE(Error("model: {preset: llama-3-8b}\nserving: {max_model_len: 1000}\n").find("job.yaml:2: serving.max_model_len: 1000 tokens is shorter"),
+            std::string::npos);
+  EXPECT_EQ(Error("model: {preset: llama-3-8b}\nserving: {max_model_len: 1200}\n"), "");
+}
+
+TEST(ServingKeys, FlagsMirrorTheKeys) {
+  for (const auto& [flag, key] : std::vector<std::pair<std::string, std::string>>{
+           {"engine", "serving.engine"}, {"engine-version", "serving.engine_version"}, {"weights", "serving.weights"},
+           {"kv-dtype", "serving.kv_dtype"}, {"gpu-memory-utilization", "serving.gpu_memory_utilization"},
+           {"max-model-len", "serving.max_model_len"}, {"max-num-seqs", "serving.max_num_seqs"},
+           {"max-num-batched-tokens", "serving.max_num_batched_tokens"}, {"input-len", "serving.input_len"},
+           {"output-len", "serving.output_len"}, {"input-len-p90", "serving.input_len_p90"},
+           {"output-len-p90", "serving.output_len_p90"}, {"concurrency", "serving.concurrency"},
+           {"request-rate", "serving.request_rate"}, {"max-throughput", "serving.max_throughput"},
+           {"ttft-p90-ms", "serving.ttft_p90_ms"}, {"tpot-p90-ms", "serving.tpot_p90_ms"},
+           {"target-output-tokens-per-s", "serving.target_output_tokens_per_s"}}) {
+    const JobKey* k = FindJobKeyByFlag(flag);
+    ASSERT_NE(k, nullptr) << flag;
+    EXPECT_EQ(k->key, key);
+  }
+}
+
+TEST(ServingKeys, ToStringNamesEveryValue) {
+  EXPECT_EQ(ToString(WeightFormat::kInt4Gptq), "int4-gptq");
+  EXPECT_EQ(ToString(WeightFormat::kFp4), "fp4");
+  EXPECT_EQ(ToString(KvDtype::kFp8), "fp8");
+  EXPECT_EQ(ToString(ServingLoad::kMaxThroughput), "max_throughput");
+  EXPECT_EQ(ToString(ServingLoad::kRequestRate), "request_rate");
+}
+
+}  // namespace
+}  // namespace gpuplan

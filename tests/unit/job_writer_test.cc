@@ -96,5 +96,55 @@ TEST(JobWriter, RandomJobsRoundTrip) {
   }
 }
 
+// The serving section reads back to the same serving spec, the load by the key that chose it.
+void ExpectServingRoundTrip(const Job& job) {
+  ExpectRoundTrip(job);
+  auto back = ParseJobText(JobToYaml(job), "written.yaml");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  const ServingSpec& a = job.serving;
+  const ServingSpec& b = back->serving;
+  EXPECT_EQ(b.engine, a.engine);
+  EXPECT_EQ(b.engine_version, a.engine_version);
+  EXPECT_EQ(b.weights, a.weights);
+  EXPECT_EQ(b.kv_dtype, a.kv_dtype);
+  EXPECT_EQ(b.gpu_memory_utilization, a.gpu_memory_utilization);
+  EXPECT_EQ(b.max_model_len, a.max_model_len);
+  EXPECT_EQ(b.max_num_seqs, a.max_num_seqs);
+  EXPECT_EQ(b.max_num_batched_tokens, a.max_num_batched_tokens);
+  EXPECT_EQ(b.input_len, a.input_len);
+  EXPECT_EQ(b.output_len, a.output_len);
+  EXPECT_EQ(b.input_len_p90, a.input_len_p90);
+  EXPECT_EQ(b.output_len_p90, a.output_len_p90);
+  EXPECT_EQ(b.load, a.load);
+  EXPECT_EQ(b.concurrency, a.concurrency);
+  EXPECT_EQ(b.request_rate, a.request_rate);
+  EXPECT_EQ(b.ttft_p90_ms, a.ttft_p90_ms);
+  EXPECT_EQ(b.tpot_p90_ms, a.tpot_p90_ms);
+  EXPECT_EQ(b.target_output_tokens_per_s, a.target_output_tokens_per_s);
+}
+
+TEST(JobWriter, ServingSectionRoundTrips) {
+  ExpectServingRoundTrip(MakeJob(
+      "model: {preset: llama-3-8b}\ncluster: {gpu: h100-sxm-80gb, num_gpus: 4}\nparallel: {tp: 2}\n"
+      "serving: {engine: sglang, engine_version: '0.4', weights: fp8, kv_dtype: fp8, gpu_memory_utilization: 0.88,\n"
+      "          max_model_len: 8192, max_num_seqs: 128, max_num_batched_tokens: 4096, input_len: 1500.5, output_len: 300,\n"
+      "          input_len_p90: 3000, output_len_p90: 600, request_rate: 7.25, ttft_p90_ms: 500, tpot_p90_ms: 50,\n"
+      "          target_output_tokens_per_s: 20000}\n"));
+  ExpectServingRoundTrip(MakeJob("model: {preset: llama-3-8b}\nserving: {max_throughput: true, weights: int4-gptq}\n"));
+  ExpectServingRoundTrip(MakeJob("model: {preset: llama-3-8b}\nserving: {concurrency: 16}\n"));
+}
+
+TEST(JobWriter, TrainingJobWritesNoServingKeys) {
+  const auto k = Keys(MakeJob("model: {preset: llama-3-8b}\ncluster: {num_gpus: 8}\n"));
+  for (const auto& [key, value] : k) EXPECT_NE(key.rfind("serving.", 0), 0u) << key;
+}
+
+TEST(JobWriter, ServingLoadIsWrittenByItsKey) {
+  const auto k = Keys(MakeJob("model: {preset: llama-3-8b}\nserving: {request_rate: 3}\n"));
+  EXPECT_EQ(k.at("serving.request_rate"), "3");
+  EXPECT_EQ(k.count("serving.concurrency"), 0u);
+  EXPECT_EQ(k.count("serving.max_throughput"), 0u);
+}
+
 }  // namespace
 }  // namespace gpuplan

@@ -37,11 +37,12 @@ struct ServingPlan {
 };
 
 struct ServingPlanResult {
-  std::vector<ServingPlan> plans;    // cheapest per million output tokens first, ties by TTFT p90
+  std::vector<ServingPlan> plans;    // one per (instance, price kind), its cheapest layout; cheapest per million
+                                     // output tokens first, ties by TTFT p90
   std::vector<Rejection> rejected;   // by code, then reason; counts of candidates
   int64_t considered = 0;            // candidates (instance group x tp x pp x weights x KV dtype)
   int64_t evaluated = 0;             // EstimateServing calls
-  int64_t feasible = 0;              // setups meeting the SLA (plans holds the cheapest constraints.top)
+  int64_t feasible = 0;              // layouts x setups meeting the SLA (plans: the best per setup, constraints.top)
   double target_requests_per_s = 0;  // the load planned for (0 = one replica at its maximum throughput)
   std::string engine, engine_version;
   std::vector<std::string> notes;

@@ -13,7 +13,7 @@ std::string F(const char* fmt, double v) { return FormatNumber(fmt, v); }
 
 std::string WeightsKv(const ServingPlan& p) { return ToString(p.weights) + "/" + (p.kv_dtype == KvDtype::kFp8 ? "fp8" : "auto"); }
 std::string Layout(const ServingPlan& p) {
-  return "tp" + std::to_string(p.tp) + (p.pp > 1 ? " pp" + std::to_string(p.pp) : "");
+  return "tp" + std::to_string(p.tp) + (p.pp > 1 ? "pp" + std::to_string(p.pp) : "") + " x" + std::to_string(p.replicas);
 }
 std::string Gpus(const ServingPlan& p) { return std::to_string(p.gpus) + " x " + p.instance.gpu_id; }
 std::string Kind(const ServingPlan& p) { return p.price_kind == "on-demand" ? "" : " (" + p.price_kind + ")"; }
@@ -31,12 +31,11 @@ std::string PlansTable(const ServingPlanResult& r) {
   std::vector<std::vector<std::string>> rows;
   for (size_t i = 0; i < r.plans.size(); ++i) {
     const ServingPlan& p = r.plans[i];
-    rows.push_back({std::to_string(i + 1), p.instance.id + Kind(p), Gpus(p), Layout(p), std::to_string(p.replicas), WeightsKv(p),
+    rows.push_back({std::to_string(i + 1), p.instance.id + Kind(p), Gpus(p), Layout(p), WeightsKv(p),
                     F("%.0f", p.estimate.ttft_s.p90 * 1e3), F("%.1f", p.estimate.tpot_s.p90 * 1e3), F("%.0f", p.output_tokens_per_s),
                     F("%.2f", p.usd_per_hour), F("%.3f", p.cost_per_million_output_tokens_usd)});
   }
-  return RenderTable({"#", "instance", "GPUs", "layout", "repl", "weights/KV", "TTFT p90 ms", "TPOT p90 ms", "out tok/s", "$/h",
-                      "$/M out"},
+  return RenderTable({"#", "instance", "GPUs", "layout", "weights/KV", "ttft ms", "tpot ms", "tok/s", "$/h", "$/Mtok"},
                      rows, false);
 }
 
@@ -93,7 +92,7 @@ nlohmann::json ServingPlanToJson(const ServingPlanResult& r, const Job& job) {
 std::string ServingPlanToText(const ServingPlanResult& r, const Job& job) {
   std::string out = "serving plan for " + job.arch.name + " on " + r.engine + " " + r.engine_version + ": " + Load(r, job) + "\n";
   char buf[200];
-  std::snprintf(buf, sizeof buf, "searched %lld candidates (%lld estimates) in %.2f s; %lld setups meet the SLA\n\n",
+  std::snprintf(buf, sizeof buf, "searched %lld candidates (%lld estimates) in %.2f s; %lld layouts x instances meet the SLA\n\n",
                 static_cast<long long>(r.considered), static_cast<long long>(r.evaluated), r.wall_s, static_cast<long long>(r.feasible));
   out += buf;
   if (r.plans.empty()) {
@@ -109,8 +108,9 @@ std::string ServingPlanToText(const ServingPlanResult& r, const Job& job) {
   }
   out += RejectedText(r);
   for (const auto& n : r.notes) out += "note: " + n + "\n";
-  out += "\nlegend: GPUs = instances x GPUs each; repl = engine replicas (the rented GPUs filled); weights/KV = weight format / KV dtype; "
-         "$/M out = instance price x instances / output tokens served, per million\n";
+  out += "\nlegend: one row per instance type, its cheapest layout; GPUs = instances x GPUs each; layout tpN x R = tensor parallel N, "
+         "R engine replicas (the rented GPUs filled); weights/KV = weight format / KV dtype; ttft, tpot = p90 at the target load; "
+         "tok/s = output tokens served; $/Mtok = instance price x instances / output tokens, per million\n";
   return out;
 }
 

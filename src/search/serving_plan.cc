@@ -409,6 +409,19 @@ void RankPlans(std::vector<ServingPlan>& plans) {
   });
 }
 
+// One row per purchasable setup (instance, price kind): its cheapest layout (plans are ranked).
+std::vector<ServingPlan> BestPerSetup(std::vector<ServingPlan> ranked) {
+  std::vector<ServingPlan> out;
+  std::map<std::pair<std::string, std::string>, bool> seen;
+  for (auto& p : ranked)
+    if (seen.emplace(std::make_pair(p.instance.id, p.price_kind), true).second) out.push_back(std::move(p));
+  return out;
+}
+
+// The pins a does-not-fit answer lifts to say what would fit.
+constexpr const char* kFitPins[] = {"serving.weights", "serving.kv_dtype", "cluster.num_gpus", "parallel.tp", "parallel.pp",
+                                    "parallel.dp", "cluster.gpus_per_node"};
+
 void Relax(const Search& s, const std::vector<Group>& groups, ServingPlanResult& out) {
   if (groups.empty()) {
     out.relax_code = "no_instance";
@@ -445,6 +458,27 @@ void Relax(const Search& s, const std::vector<Group>& groups, ServingPlanResult&
   }
   out.relax_code = "all_rejected";
   out.relax = "every candidate was rejected: see the rejected table";
+}
+
+// Nothing fits as pinned: the cheapest setup the open search finds with the layout and format pins
+// lifted (on the pinned GPU first, then on any), quoted in the relax message.
+void AddWhatFits(const Job& job, const Catalog& catalog, const Calibration& cal, const std::vector<ServingEngineProfile>& engines,
+                 ServingPlanResult& out) {
+  Job open = job;
+  bool lifted = false;
+  for (const char* k : kFitPins) lifted |= open.set_keys.erase(k) > 0;
+  if (!lifted) return;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (attempt == 1 && open.set_keys.erase("cluster.gpu") == 0) return;
+    auto r = PlanServing(open, catalog, cal, engines);
+    if (!r.ok() || r->plans.empty()) continue;
+    const ServingPlan& p = r->plans.front();
+    out.relax += "; the cheapest that fits and meets the SLA: " + ToString(p.weights) + " weights on " + std::to_string(p.gpus) + " x " +
+                 p.instance.gpu_id + " (tp" + std::to_string(p.tp) + (p.pp > 1 ? " pp" + std::to_string(p.pp) : "") + ", " +
+                 std::to_string(p.replicas) + " replica" + (p.replicas == 1 ? "" : "s") + ", " + p.instance.id + ", $" +
+                 Num("%.3f", p.cost_per_million_output_tokens_usd) + " per million output tokens)";
+    return;
+  }
 }
 
 Status ValidateServingInputs(const Job& job, const Catalog& catalog) {
@@ -490,7 +524,9 @@ Result<ServingPlanResult> PlanServing(const Job& job, const Catalog& catalog, co
   std::stable_sort(out.rejected.begin(), out.rejected.end(),
                    [](const Rejection& a, const Rejection& b) { return a.code < b.code; });
   out.feasible = static_cast<int64_t>(plans.size());
+  plans = BestPerSetup(std::move(plans));
   if (plans.empty()) Relax(s, groups, out);
+  if (plans.empty() && out.relax_code == "does_not_fit") AddWhatFits(job, catalog, cal, engines, out);
   const size_t top = static_cast<size_t>(std::max<int64_t>(1, job.constraints.top));
   if (plans.size() > top) {
     out.notes.push_back(std::to_string(plans.size()) + " setups meet the SLA; the " + std::to_string(top) +

@@ -124,9 +124,9 @@ std::string Header(const Job& job, const ServingEstimate& e, const ServingEngine
   return h;
 }
 
-std::string ModelNote(const Job& job) {
+std::string ModelNote(const Job& job, const ServingEngineProfile& engine) {
   std::string s = "# MODEL: the Hugging Face repo or local path of the checkpoint";
-  if (const auto w = FindServingFlag("vllm", "weights", ToString(job.serving.weights)); w && !w->notes.empty())
+  if (const auto w = FindServingFlag(EngineKey(engine), "weights", ToString(job.serving.weights)); w && !w->notes.empty())
     s += " (" + CommentLine(w->notes) + ")";
   return s + "\n";
 }
@@ -138,7 +138,7 @@ std::vector<Artifact> ExtraFiles(const Job& job, const ServingEngineProfile& eng
 }
 
 Artifact ServeScript(const Job& job, const ServingEstimate& e, const ServingEngineProfile& engine, const ServingExportOptions& o) {
-  std::string s = "#!/usr/bin/env bash\n" + Header(job, e, engine, o) + ModelNote(job) + "set -euo pipefail\n";
+  std::string s = "#!/usr/bin/env bash\n" + Header(job, e, engine, o) + ModelNote(job, engine) + "set -euo pipefail\n";
   s += "MODEL=\"${MODEL:-" + ShellDoubleQuoted(job.arch.name) + "}\"\n";
   s += "exec " + JoinShell(ServingLaunchArgv(job, e, engine), " \\\n  ") + " \"$@\"\n";
   return {"serve.sh", s, true};
@@ -160,7 +160,7 @@ Result<Artifact> Manifest(const Job& job, const ServingEstimate& e, const Servin
   const std::string name = DnsLabel(o.job_name);
   const int64_t port = Port(engine);
   const std::string gpus = Int(job.parallel.tp * job.parallel.pp);
-  std::string y = Header(job, e, engine, o) + ModelNote(job);
+  std::string y = Header(job, e, engine, o) + ModelNote(job, engine);
   y += "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: " + name + "\n  labels:\n    app: " + name + "\nspec:\n";
   y += "  replicas: " + Int(std::max<int64_t>(1, e.replicas)) + "\n  selector:\n    matchLabels:\n      app: " + name + "\n";
   y += "  template:\n    metadata:\n      labels:\n        app: " + name + "\n    spec:\n      containers:\n      - name: " +

@@ -33,6 +33,7 @@ const std::vector<FlagSpec>& ExportFlags() {
     f.push_back({"engine-version", true, "engine release: torchtitan 0.2 = the v0.2.x TOML (default: the pinned current release)"});
     f.push_back({"fabric-env", true, "your copy of data/fabric_env.csv (same columns), used instead of it"});
     f.push_back({"threads", true, "search threads (default 2)"});
+    f.push_back({"serving", false, "export a serving setup (vllm|sglang|tensorrt-llm|kubernetes); implied by a job's serving.* keys"});
     return f;
   }();
   return flags;
@@ -145,6 +146,7 @@ int CmdExport(const std::vector<std::string>& argv) {
                 FlagHelp(ExportFlags(), true).c_str());
     return 0;
   }
+  if (args->Has("to") && IsServingExport(*args)) return ExportServing(*args, json);
   if (!args->Has("to"))
     return Fail(Status::BadInput(Flag("to"), "required: one of " + [] {
                   std::string s;

@@ -16,6 +16,7 @@ const std::vector<FlagSpec>& ServingFlags() {
   static const std::vector<FlagSpec> flags = [] {
     std::vector<FlagSpec> f = JobCommandFlags();
     f.push_back({"serving-engines", true, "extra serving-engine CSV (the header of data/serving_engines.csv); repeatable"});
+    f.push_back({"plan", false, "search the catalog for the cheapest setups per million output tokens under serving.ttft_p90_ms / tpot_p90_ms"});
     return f;
   }();
   return flags;
@@ -53,8 +54,7 @@ Result<ServingReport> BuildServingReport(const Args& args) {
   if (!profile.ok()) return profile.status();
   auto est = EstimateServing(job, ctx->catalog, ctx->cal, *engines);
   if (!est.ok()) return est.status();
-  // r.launch (the engine's launch line) stays empty until ServingLaunchLine lands with `serving --plan`.
-  return ServingReport{job, *gpu, *profile, *est, ""};
+  return ServingReport{job, *gpu, *profile, *est, est->fits ? ServingLaunchLine(job, *est, *profile) : ""};
 }
 
 }  // namespace
@@ -71,6 +71,11 @@ int CmdServing(const std::vector<std::string>& argv) {
                 "workload its serving: keys. Exit 2 (with every number and what would fit) when the model does not fit.\n\n%s",
                 FlagHelpFor(ServingFlags(), {"model.", "parallel.tp", "parallel.pp", "parallel.dp", "cluster.gpu", "cluster.num_gpus", "cluster.gpus_per_node", "cluster.intra_node", "serving."}).c_str());
     return 0;
+  }
+  if (args->Has("plan")) {  // cmd_serving_plan.cc: the job's cluster/parallel/serving keys are pins
+    auto ctx = LoadContext(*args, /*finalize_job=*/false);
+    if (!ctx.ok()) return Fail(ctx.status(), json);
+    return RunServingPlan(*ctx, json);
   }
   if (Status st = RefusePlanFlags(*args, "serving"); !st.ok()) return Fail(st, json);
   auto format = GetFormat(*args);

@@ -22,6 +22,14 @@ int CmdLedger(const std::vector<std::string>& argv);
 int CmdDiagnose(const std::vector<std::string>& argv);
 int CmdCalibrate(const std::vector<std::string>& argv);
 
+struct Args;
+struct Context;
+// `serving --plan` (cmd_serving_plan.cc): the ranked setups, text or JSON; exit 2 when none meets the SLA.
+int RunServingPlan(const Context& ctx, bool json);
+// export of a serving job (--serving, --to vllm|sglang|tensorrt-llm, or kubernetes for a job with serving.* keys).
+bool IsServingExport(const Args& args);
+int ExportServing(const Args& args, bool json);
+
 // Prints a Status as "gpuplan: file:line: key: reason" and returns its exit code.
 int Fail(const class Status& st);
 

@@ -13,7 +13,7 @@ namespace {
 
 const std::string kShared = GPUPLAN_SHARED_DIR;
 
-ServingValidationReport Run() {
+ServingValidationReport RunValidation() {
   auto cat = LoadCatalog();
   EXPECT_TRUE(cat.ok());
   auto engines = LoadServingEngines();
@@ -27,7 +27,7 @@ ServingValidationReport Run() {
 }
 
 TEST(ServingValidation, MediansWithinBars) {
-  const ServingValidationReport rep = Run();
+  const ServingValidationReport rep = RunValidation();
   std::printf("%s", ServingValidationToText(rep, false).c_str());
   const ServingHeadline h = ServingHeadlines(rep, false);
   // Every row not predicted carries its reason.

@@ -21,6 +21,9 @@ enum class RopeScaling { kNone, kLlama3, kLinear, kDynamic, kYarn, kLongRope };
 
 struct Arch {
   std::string name;              // Default: "custom".
+  // What a serving engine loads: the Hugging Face repo a preset was read from (its source), or the
+  // directory of the config.json given. Default: "" (unknown: exports leave MODEL for the user).
+  std::string checkpoint;
   int64_t layers = 0;            // Default: 0 (required).
   int64_t hidden = 0;            // Default: 0 (required).
   int64_t heads = 0;             // Default: 0 (required).

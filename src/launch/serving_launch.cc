@@ -94,6 +94,10 @@ std::string JoinShell(const std::vector<std::string>& argv, const std::string& s
 
 std::string EngineKey(const ServingEngineProfile& engine) { return engine.engine; }
 
+// MODEL's default: the checkpoint the shape came from (a preset's Hugging Face repo, a config.json's
+// directory), else the model's name for the user to replace.
+std::string ModelDefault(const Job& job) { return job.arch.checkpoint.empty() ? job.arch.name : job.arch.checkpoint; }
+
 std::string Image(const ServingEngineProfile& engine, const ServingExportOptions& o) {
   if (!o.image.empty()) return o.image;
   const auto row = FindServingFlag(EngineKey(engine), "image", "default");
@@ -139,7 +143,7 @@ std::vector<Artifact> ExtraFiles(const Job& job, const ServingEngineProfile& eng
 
 Artifact ServeScript(const Job& job, const ServingEstimate& e, const ServingEngineProfile& engine, const ServingExportOptions& o) {
   std::string s = "#!/usr/bin/env bash\n" + Header(job, e, engine, o) + ModelNote(job, engine) + "set -euo pipefail\n";
-  s += "MODEL=\"${MODEL:-" + ShellDoubleQuoted(job.arch.name) + "}\"\n";
+  s += "MODEL=\"${MODEL:-" + ShellDoubleQuoted(ModelDefault(job)) + "}\"\n";
   s += "exec " + JoinShell(ServingLaunchArgv(job, e, engine), " \\\n  ") + " \"$@\"\n";
   return {"serve.sh", s, true};
 }
@@ -167,7 +171,7 @@ Result<Artifact> Manifest(const Job& job, const ServingEstimate& e, const Servin
        DnsLabel(engine.engine) + "\n        image: " + YamlScalar(Image(engine, o)) + "\n";
   y += "        command:\n" + YamlList({argv.front()}, "        ") + "        args:\n" +
        YamlList(std::vector<std::string>(argv.begin() + 1, argv.end()), "        ");
-  y += "        env:\n        - name: MODEL\n          value: " + YamlScalar(job.arch.name) + "\n";
+  y += "        env:\n        - name: MODEL\n          value: " + YamlScalar(ModelDefault(job)) + "\n";
   y += "        ports:\n        - containerPort: " + Int(port) + "\n          name: http\n";
   y += "        resources:\n          limits:\n            nvidia.com/gpu: " + gpus + "\n";
   y += "        readinessProbe:\n          httpGet:\n            path: /health\n            port: " + Int(port) +

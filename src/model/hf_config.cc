@@ -717,6 +717,9 @@ Result<Arch> ArchFromHfConfig(const std::string& given) {
   ASSIGN_OR_RETURN(type, r.StrOr("model_type", ""));
   Arch a;
   a.name = NameFromPath(path, type);
+  // An engine loads the directory holding config.json and the weights.
+  if (const size_t slash = path.find_last_of('/'); slash != std::string::npos) a.checkpoint = path.substr(0, slash);
+  else a.checkpoint = ".";
   GPUPLAN_RETURN_IF_ERROR(ReadFamily(r, type, a));
   if (Status st = ValidateArch(a, {path, 0, ""}); !st.ok()) return AtConfigKey(st, r, type);
   return a;

@@ -38,6 +38,9 @@ Status RopeFromRow(const CsvRecord& r, Arch& a) {
 Result<Arch> ArchFromRow(const CsvRecord& r) {
   Arch a;
   a.name = r.Str("id");
+  // The repo a preset's shape was read from: its source "huggingface.co/<org>/<repo> config.json ...".
+  if (const std::string src = r.Str("source"); src.rfind("huggingface.co/", 0) == 0)
+    a.checkpoint = src.substr(15, src.find(' ') == std::string::npos ? std::string::npos : src.find(' ') - 15);
   // Whole numbers in range (ParseInteger): a 1.5 or 1e30 cell is an error, never a truncating cast.
   auto num = [&](const char* col, int64_t& out) -> Status {
     auto v = r.OptInteger(col, 0, int64_t{1} << 24);

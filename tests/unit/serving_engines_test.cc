@@ -2,6 +2,10 @@
 // (docs/model/serving.md S§2), their loader's errors and the version lookup.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
+#include "../test_util.h"
+
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -41,8 +45,11 @@ std::string RowWith(const std::string& col, const std::string& value) {
   return out + "\n";
 }
 
+// A directory of this process's own (ctest runs the cases as parallel processes), the file's own name in it.
 std::string WriteTemp(const std::string& name, const std::string& text) {
-  const std::string path = ::testing::TempDir() + name;
+  const std::string dir = testing_util::UniqueTempPath("serving_engines", "");
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/" + name;
   std::ofstream(path) << text;
   return path;
 }

@@ -79,7 +79,7 @@ TEST(ChinaAccelerators, Ascend910cIsPlannedOnHccs) {
 
 TEST(ChinaAccelerators, UnknownFiguresAreRefusedNotGuessed) {
   static const Catalog cat = *LoadCatalog();
-  for (const char* gpu : {"kunlunxin-p800", "cambricon-mlu590", "ascend-910b", "rtx-pro-6000-blackwell-96gb"}) {
+  for (const char* gpu : {"kunlunxin-p800", "cambricon-mlu590", "ascend-910b", "rtx-pro-6000-blackwell-ws-96gb"}) {
     ASSERT_TRUE(cat.FindGpu(gpu).ok()) << gpu;
     Job j = MakeJob(std::string("model: {preset: llama-3-8b}\ncluster: {gpu: ") + gpu + ", num_gpus: 1}\ntraining: {precision: fp16}\n");
     auto hw = ResolveHardware(j, cat, Calibration::Builtin());

@@ -138,7 +138,8 @@ Status ReadQwenMoeLayers(const Reader& r, Arch& a) {
 // The MoE keys of the Llama-style families: mixtral, gpt_oss, minimax_m2 (num_local_experts, every
 // layer), qwen2_moe / qwen3_moe (num_experts; modeling_qwen2_moe.py adds a shared expert of its own
 // size behind a sigmoid gate), deepseek v1 (modeling_deepseek.py: n_shared_experts of
-// moe_intermediate_size after first_k_dense_replace dense layers).
+// moe_intermediate_size after first_k_dense_replace dense layers) and glm4_moe (modeling_glm4_moe.py:
+// the same keys and placement; the dense layers use intermediate_size).
 Status ReadLlamaMoe(const Reader& r, const std::string& type, Arch& a) {
   if (type == "mixtral" || type == "gpt_oss" || type == "minimax_m2") {
     ASSIGN_OR_RETURN(a.experts, r.Int("num_local_experts", 1));  // 0 would silently make it dense
@@ -158,7 +159,7 @@ Status ReadLlamaMoe(const Reader& r, const std::string& type, Arch& a) {
     }
     return ReadQwenMoeLayers(r, a);
   }
-  if (type != "deepseek") return Status::Ok();
+  if (type != "deepseek" && type != "glm4_moe") return Status::Ok();
   ASSIGN_OR_RETURN(a.experts, r.IntOr("n_routed_experts", 0, 1));
   if (a.experts == 0) return Status::Ok();
   ASSIGN_OR_RETURN(a.experts_per_token, r.Int("num_experts_per_tok"));
@@ -195,6 +196,12 @@ Status ReadLlamaVariant(const Reader& r, const std::string& type, Arch& a) {
     a.linear_bias = a.qkv_bias;  // attention_bias: q, k, v and o; the experts always have biases
     a.attn_sinks = true;
     a.router_bias = true;  // the router is a Linear with bias
+  } else if (type == "glm4_moe") {
+    // Glm4MoeAttention: q/k/v biases with attention_bias (o_proj never), q_norm and k_norm of head_dim
+    // with use_qk_norm; Glm4MoeTopkRouter keeps e_score_correction_bias per expert (noaux_tc).
+    // partial_rotary_factor rotates half of each head: no parameters, the same FLOPs to first order.
+    ASSIGN_OR_RETURN(a.qk_norm, r.BoolOr("use_qk_norm", false));
+    a.router_bias = a.experts > 0;
   } else if (type == "internlm2") {
     bool bias = false;
     ASSIGN_OR_RETURN(bias, r.BoolOr("bias", false));
@@ -208,7 +215,7 @@ Status ReadLlamaVariant(const Reader& r, const std::string& type, Arch& a) {
 // Llama-style decoders: llama, mistral, mixtral, qwen2, qwen3 (modeling_qwen3.py: q_norm and k_norm
 // of head_dim, head_dim its own key), qwen3_moe, qwen2_moe, phi3 (fused qkv_proj and gate_up_proj:
 // the same matrices), internlm2 (wqkv), baichuan (W_pack; Baichuan2-7B), mimo (Qwen2 with an MTP
-// module), deepseek (v1 MoE), olmo2, cohere, minimax_m2, gpt_oss, and the language models of
+// module), deepseek (v1 MoE), glm4_moe (GLM-4.5/4.6/4.7), olmo2, cohere, minimax_m2, gpt_oss, and the language models of
 // qwen2_5_vl (top level) and qwen3_vl (text_config).
 Status ReadLlamaFamily(const Reader& r, const std::string& type, Arch& a) {
   GPUPLAN_RETURN_IF_ERROR(ReadCore(r, type, a));
@@ -466,7 +473,8 @@ struct RopeDefaults {
 };
 RopeDefaults FamilyRopeDefaults(const std::string& type) {
   if (type == "mixtral") return {1e6, 1e-5};
-  if (type == "gpt2" || type == "gpt_neox" || type == "cohere" || type == "starcoder2" || type == "chatglm")
+  if (type == "gpt2" || type == "gpt_neox" || type == "cohere" || type == "starcoder2" || type == "chatglm" ||
+      type == "glm4_moe")
     return {10000, 1e-5};
   return {10000, 1e-6};  // llama, mistral, qwen2, qwen3(_moe), deepseek_v2/v3, gemma 1/2/3
 }
@@ -536,7 +544,7 @@ std::string NameFromPath(std::string stem, const std::string& type) {
 
 constexpr const char* kSupported =
     "llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, qwen2_5_vl, qwen3_vl, phi3, internlm2, baichuan, "
-    "chatglm, starcoder2, mimo, olmo2, cohere, minimax_m2, gpt_oss, llama4, llama4_text, deepseek, deepseek_v2, "
+    "chatglm, starcoder2, mimo, olmo2, cohere, minimax_m2, gpt_oss, glm4_moe, llama4, llama4_text, deepseek, deepseek_v2, "
     "deepseek_v3, deepseek_v32, kimi_k2, gemma, gemma2, gemma3_text, gemma3, gpt2, gpt_neox";
 
 // Multimodal configs keep the language model in text_config: the type of that object's reader.
@@ -550,7 +558,8 @@ std::string TextType(const std::string& type) {
 bool IsLlamaStyle(const std::string& t) {
   static const char* kTypes[] = {"llama",   "mistral",   "mixtral", "qwen2",   "qwen3",     "qwen3_moe",
                                  "qwen2_moe", "qwen2_5_vl", "qwen3_vl_text", "phi3", "internlm2", "baichuan",
-                                 "mimo",    "deepseek",  "olmo2",   "cohere",  "minimax_m2", "gpt_oss"};
+                                 "mimo",    "deepseek",  "olmo2",   "cohere",  "minimax_m2", "gpt_oss",
+                                 "glm4_moe"};
   return std::find_if(std::begin(kTypes), std::end(kTypes), [&](const char* k) { return t == k; }) != std::end(kTypes);
 }
 

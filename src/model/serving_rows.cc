@@ -7,6 +7,8 @@
 #include <cmath>
 #include <filesystem>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "gpuplan/serving_validation.h"
 #include "gpuplan/strings.h"
@@ -66,27 +68,56 @@ std::string Squash(std::string s) {
   return s;
 }
 
-// The model of a row: a preset ("llama-3.1-8b", "Llama-2-7B" read as llama-2-7b), else a config.json
-// in the option folders whose squashed file name is the key's, or the key followed by a size ("-671b").
-Result<Arch> ResolveModel(const std::string& text, const ServingRowOptions& opt) {
-  const std::string key = ModelKey(text);
-  if (auto a = FindPreset(key); a.ok()) return a;
+// A parameter-count word: "671b", "0.6b", "1t", "16e", "a22b" (digits, an optional fraction, then
+// b/m/t/e; active counts lead with 'a').
+bool IsSizeWord(const std::string& w) {
+  size_t p = !w.empty() && w[0] == 'a' ? 1 : 0;
+  const size_t digits = p;
+  while (p < w.size() && (std::isdigit(static_cast<unsigned char>(w[p])) || w[p] == '.')) ++p;
+  return p > digits && p + 1 == w.size() && std::string("bmte").find(w[p]) != std::string::npos;
+}
+
+// The name without its size words ("deepseek-r1-671b" -> "deepseek-r1"), split at '-', '_', ' '.
+std::string WithoutSizes(const std::string& name) {
+  std::string out, word;
+  auto flush = [&] {
+    if (!word.empty() && !IsSizeWord(word)) out += (out.empty() ? "" : "-") + word;
+    word.clear();
+  };
+  for (char c : Lower(name)) {
+    if (c == '-' || c == '_' || c == ' ') flush();
+    else word += c;
+  }
+  flush();
+  return out;
+}
+
+// The config.json for a model key in the option folders: the file whose squashed name is the key's
+// ("llama-3.1-8b" for llama3.1-8b.json), else, for a key that names no size ("deepseek-r1"), the
+// one file whose name is the key plus size words ("deepseek-r1-671b.json"); two such files (qwen3
+// in several sizes) say nothing about which was served, and none is taken.
+std::string FindConfigFile(const std::string& key, const ServingRowOptions& opt) {
   const std::string want = Squash(key);
-  std::string found;
+  const bool sized_key = Squash(WithoutSizes(key)) != want;
+  std::vector<std::string> sized;
   for (const auto& dir : opt.model_config_dirs) {
     std::error_code ec;
     for (const auto& f : std::filesystem::directory_iterator(dir, ec)) {
       if (f.path().extension() != ".json") continue;
-      const std::string stem = Squash(f.path().stem().string());
-      const bool exact = stem == want;
-      const bool sized = stem.size() > want.size() && stem.compare(0, want.size(), want) == 0 &&
-                         std::isdigit(static_cast<unsigned char>(stem[want.size()])) &&
-                         std::isdigit(static_cast<unsigned char>(want.back())) == 0;
-      if (exact) { found = f.path().string(); break; }
-      if (sized && found.empty()) found = f.path().string();
+      const std::string stem = f.path().stem().string();
+      if (Squash(stem) == want) return f.path().string();
+      if (!sized_key && Squash(WithoutSizes(stem)) == want) sized.push_back(f.path().string());
     }
-    if (!found.empty()) break;
   }
+  return sized.size() == 1 ? sized.front() : "";
+}
+
+// The model of a row: a preset ("llama-3.1-8b", "Llama-2-7B" read as llama-2-7b), else a config.json
+// the option folders hold for it (FindConfigFile).
+Result<Arch> ResolveModel(const std::string& text, const ServingRowOptions& opt) {
+  const std::string key = ModelKey(text);
+  if (auto a = FindPreset(key); a.ok()) return a;
+  const std::string found = FindConfigFile(key, opt);
   if (found.empty()) return Status::BadInput({}, "model '" + text + "' has no preset (" + key + ") and no config.json was given for it");
   auto a = ArchFromHfConfig(found);
   if (!a.ok()) return Status::BadInput({}, "model '" + text + "': " + a.status().reason());

@@ -235,5 +235,36 @@ TEST(HfConfigs, WindowShortensTheStepsAttention) {
   EXPECT_LT(e1.model_flops_per_token, e0.model_flops_per_token);
 }
 
+// glm4_moe (GLM-4.5/4.6/4.7): the trimmed GLM-4.7 file has no reference count in SOURCES.md, only the
+// card's "355B total / 32B active"; the count is held to 1% of it (the file drops attention_bias and
+// use_qk_norm, a few million parameters). The glm-4.6 and glm-4.5-air presets (data/models.csv) are
+// the same family: 4.6 is 4.7's shape with its q/k/v biases and q/k norms, 4.5-Air the card's 106B / 12B.
+TEST(HfConfigs, Glm4MoeReadsSharedExpertsAndDenseFirstLayers) {
+  const Arch a = Read("glm4.7-355b-trimmed.json");
+  EXPECT_EQ(a.layers, 92);
+  EXPECT_EQ(a.dense_layers, 3);
+  EXPECT_EQ(a.experts, 160);
+  EXPECT_EQ(a.shared_experts, 1);
+  EXPECT_EQ(a.moe_ffn_hidden, 1536);
+  EXPECT_EQ(a.ffn_hidden, 12288);
+  EXPECT_TRUE(a.router_bias);
+  const ParamCounts c = CountParams(a);
+  EXPECT_NEAR(c.total / 355e9, 1.0, 0.01) << c.total;
+  // The cards' active counts leave the embedding and the head out (gpt-oss's card says so; GLM's agrees).
+  EXPECT_NEAR((c.active - c.embedding - c.lm_head) / 32e9, 1.0, 0.01) << c.active;
+  auto g46 = FindPreset("glm-4.6");
+  ASSERT_TRUE(g46.ok()) << g46.status().ToString();
+  const ParamCounts p46 = CountParams(*g46);
+  EXPECT_GT(p46.total, c.total);  // + q/k/v biases and q/k norms
+  EXPECT_NEAR(static_cast<double>(p46.total) / c.total, 1.0, 0.001);
+  auto air = FindPreset("glm-4.5-air");
+  ASSERT_TRUE(air.ok()) << air.status().ToString();
+  const ParamCounts pa = CountParams(*air);
+  EXPECT_NEAR(pa.total / 106e9, 1.0, 0.02) << pa.total;
+  EXPECT_NEAR((pa.active - pa.embedding - pa.lm_head) / 12e9, 1.0, 0.02) << pa.active;
+  std::printf("glm4.7 file %.2fB (active %.2fB); glm-4.6 preset %.2fB; glm-4.5-air preset %.2fB (active %.2fB)\n",
+              c.total / 1e9, c.active / 1e9, p46.total / 1e9, pa.total / 1e9, pa.active / 1e9);
+}
+
 }  // namespace
 }  // namespace gpuplan

@@ -79,14 +79,14 @@ TEST(ChinaAccelerators, Ascend910cIsPlannedOnHccs) {
 
 TEST(ChinaAccelerators, UnknownFiguresAreRefusedNotGuessed) {
   static const Catalog cat = *LoadCatalog();
-  for (const char* gpu : {"kunlunxin-p800", "cambricon-mlu590", "ascend-910b", "rtx-pro-6000-blackwell-96gb"}) {
+  for (const char* gpu : {"kunlunxin-p800", "cambricon-mlu590", "rtx-pro-6000-blackwell-ws-96gb"}) {
     ASSERT_TRUE(cat.FindGpu(gpu).ok()) << gpu;
     Job j = MakeJob(std::string("model: {preset: llama-3-8b}\ncluster: {gpu: ") + gpu + ", num_gpus: 1}\ntraining: {precision: fp16}\n");
     auto hw = ResolveHardware(j, cat, Calibration::Builtin());
     ASSERT_FALSE(hw.ok()) << gpu;
     EXPECT_NE(hw.status().ToString().find("known"), std::string::npos) << hw.status().ToString();
   }
-  for (const char* gpu : {"rtx a6000", "a40", "a30", "gb300", "l20"}) {
+  for (const char* gpu : {"rtx a6000", "a40", "a30", "gb300", "l20", "ascend-910b", "rtx-pro-6000-blackwell-96gb"}) {
     Job j = MakeJob(std::string("model: {preset: llama-3-8b}\ncluster: {gpu: ") + gpu + ", num_gpus: 1}\n");
     auto hw = ResolveHardware(j, cat, Calibration::Builtin());
     EXPECT_TRUE(hw.ok()) << gpu << ": " << hw.status().ToString();

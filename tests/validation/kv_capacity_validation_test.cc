@@ -83,12 +83,34 @@ std::string ModelYaml(const std::string& hf_id) {
   return "{" + it->second + "}";
 }
 
+// A model with no preset or config.json: its weights and its profile-run activation depend on widths
+// the row does not give (hidden, ffn, vocab), so the capacity is not predicted (a shape made up for
+// them would be a guess, and the logged weights alone would leave the activation a guess). What the
+// row does give, layers x kv_heads x head_dim, fixes the KV bytes per token of standard attention:
+// that much is checked, and the skip says so.
+std::string ShapeOnly(const CsvRecord& r) {
+  const std::string attn = r.Str("attn_type");
+  const double layers = Num(r, "layers"), kv_heads = Num(r, "kv_heads"), head_dim = Num(r, "head_dim");
+  const std::string dtype = LowerCase(r.Str("kv_cache_dtype"));
+  if ((attn != "mha" && attn != "gqa") || std::isnan(layers) || std::isnan(kv_heads) || std::isnan(head_dim) ||
+      dtype.find("float32") != std::string::npos)
+    return "no preset or config.json for the weights, and no standard-attention shape in the row: not compared";
+  Arch a;
+  a.layers = static_cast<int64_t>(layers), a.kv_heads = static_cast<int64_t>(kv_heads), a.head_dim = static_cast<int64_t>(head_dim);
+  a.heads = a.kv_heads, a.hidden = a.heads * a.head_dim;  // widths KV bytes do not depend on
+  const KvDtype kv = dtype == "fp8" ? KvDtype::kFp8 : KvDtype::kAuto;
+  const Precision p = dtype.find("bfloat16") == std::string::npos && dtype.find("float16") != std::string::npos ? Precision::kFp16 : Precision::kBf16;
+  EXPECT_DOUBLE_EQ(KvBytesPerToken(a, kv, p), Num(r, "kv_bytes_per_token_total")) << r.Str("id") << " KV bytes per token from the row's shape";
+  return "capacity not predicted: no preset or config.json for the weights (KV bytes per token checked from the row's "
+         "layers x kv_heads x head_dim)";
+}
+
 Outcome Evaluate(const CsvRecord& r, const Catalog& catalog, const std::vector<ServingEngineProfile>& engines) {
   Outcome o{r.Str("id"), r.Str("id").substr(0, r.Str("id").find('-')), r.Str("engine_version"), r.Str("completeness")};
   const std::string attn = r.Str("attn_type");
   if (attn == "hybrid_swa_5to1") return o.skipped = "hybrid sliding-window KV manager (gemma-3): not modelled", o;
   std::string model = ModelYaml(r.Str("model"));
-  if (model.empty()) return o.skipped = "no preset or config.json for the weights", o;
+  if (model.empty()) return o.skipped = ShapeOnly(r), o;
   std::string why;
   auto w = Weights(r.Str("weight_precision"), why);
   if (!w) return o.skipped = why, o;

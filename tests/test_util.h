@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <sys/wait.h>
 
@@ -15,6 +16,30 @@
 #include "gpuplan/job.h"
 
 namespace gpuplan::testing_util {
+
+// True in a build under AddressSanitizer (GCC defines __SANITIZE_ADDRESS__; clang answers __has_feature).
+constexpr bool kSanitized =
+#if defined(__SANITIZE_ADDRESS__)
+    true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+    true;
+#else
+    false;
+#endif
+#else
+    false;
+#endif
+
+// How many random cases a property test draws: `full` in the plain build, `sanitized` under the sanitizers,
+// where one plan search runs 5-30x slower. The same properties over fewer draws (each run's seed is new and
+// printed, and the plain build draws them all); the sanitizer stage looks for memory and UB errors on the
+// paths, not for the rare draw. GPUPLAN_PROPERTY_CASES=full draws `full` in any build.
+inline int PropertyCases(int full, int sanitized) {
+  const char* env = std::getenv("GPUPLAN_PROPERTY_CASES");
+  if (env != nullptr && std::string(env) == "full") return full;
+  return kSanitized ? sanitized : full;
+}
 
 // A temporary file name of its own for this process and call: ctest runs a test binary's cases as parallel
 // processes, so a fixed name written by two cases at once reads the other's rows.

@@ -5,6 +5,7 @@
 
 #include <random>
 
+#include "../test_util.h"
 #include "gpuplan/engines.h"
 #include "gpuplan/launch.h"
 #include "gpuplan/plan.h"
@@ -24,7 +25,7 @@ TEST(EnginePlanProperty, EveryRankedPlanExportsToItsEngine) {
   auto pick = [&](std::initializer_list<const char*> xs) {
     return std::string(*(xs.begin() + std::uniform_int_distribution<size_t>(0, xs.size() - 1)(rng)));
   };
-  for (int i = 0; i < 8; ++i) {
+  for (int i = 0, n = testing_util::PropertyCases(8, 3); i < n; ++i) {
     const std::string framework = pick({"generic", "megatron", "deepspeed", "hf-trainer", "torchtitan", "fsdp", "nemo", "torchtune"});
     const std::string method = framework == "megatron" || framework == "nemo" || framework == "torchtitan" ? "full" : pick({"full", "lora"});
     std::string yaml = "model: {preset: " + pick({"llama-2-7b", "llama-3-8b", "llama-2-13b", "qwen2.5-72b", "mpt-7b"}) + "}\ntraining: {method: " +

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "../test_util.h"
 #include "gpuplan/plan.h"
 #include "gpuplan/report.h"
 
@@ -116,7 +117,7 @@ TEST(Invariants, PlanRankingIsTheSameAcrossRunsAndThreadCounts) {
   const uint64_t seed = Seed();
   std::mt19937_64 rng(seed);
   size_t ranked = 0;
-  for (int i = 0; i < 6; ++i) {
+  for (int i = 0, n = testing_util::PropertyCases(6, 2); i < n; ++i) {
     const std::string yaml = RandomPlanYaml(rng, /*open=*/i == 0);
     const Job job = ParsePlanJob(yaml);
     PlanOptions one, two;
@@ -147,7 +148,7 @@ TEST(Invariants, PlanRankingIsTheSameAcrossRunsAndThreadCounts) {
 TEST(Invariants, EveryPlanNumberIsFinite) {
   const uint64_t seed = Seed();
   std::mt19937_64 rng(seed);
-  for (int i = 0; i < 6; ++i) {
+  for (int i = 0, n = testing_util::PropertyCases(6, 3); i < n; ++i) {
     const std::string yaml = RandomPlanYaml(rng);
     const Job job = ParsePlanJob(yaml);
     auto r = PlanJob(job, Cat(), Calibration::Builtin());
@@ -166,7 +167,7 @@ TEST(Invariants, EveryEstimateNumberIsFinite) {
   const uint64_t seed = Seed();
   std::mt19937_64 rng(seed);
   int estimated = 0;
-  for (int i = 0; i < 48; ++i) {
+  for (int i = 0, n = testing_util::PropertyCases(48, 16); i < n; ++i) {
     const std::string yaml = RandomEstimateYaml(rng);
     auto parsed = ParseJobText(yaml, "random.yaml");
     ASSERT_TRUE(parsed.ok()) << yaml << parsed.status().ToString();

@@ -4,6 +4,7 @@
 
 #include <random>
 
+#include "../test_util.h"
 #include "gpuplan/plan.h"
 
 namespace gpuplan {
@@ -37,7 +38,7 @@ uint64_t Seed() {
 TEST(PlanProperty, NoPlanViolatesAConstraint) {
   const uint64_t seed = Seed();
   std::mt19937_64 rng(seed);
-  for (int i = 0; i < 12; ++i) {
+  for (int i = 0, n = testing_util::PropertyCases(12, 4); i < n; ++i) {
     const Job j = RandomJob(rng);
     auto r = PlanJob(j, Cat(), Calibration::Builtin());
     ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -67,7 +68,7 @@ TEST(PlanProperty, NoPlanViolatesAConstraint) {
 TEST(PlanProperty, ParetoFrontIsNonDominated) {
   const uint64_t seed = Seed();
   std::mt19937_64 rng(seed);
-  for (int i = 0; i < 8; ++i) {
+  for (int i = 0, n = testing_util::PropertyCases(8, 3); i < n; ++i) {
     Job j = RandomJob(rng);
     j.constraints.budget_usd = 0;
     j.constraints.deadline_hours = 0;
@@ -88,7 +89,7 @@ TEST(PlanProperty, ParetoFrontIsNonDominated) {
 TEST(PlanProperty, MoreBudgetNeverMakesTheBestTimeWorse) {
   const uint64_t seed = Seed();
   std::mt19937_64 rng(seed);
-  for (int i = 0; i < 6; ++i) {
+  for (int i = 0, n = testing_util::PropertyCases(6, 2); i < n; ++i) {
     Job j = RandomJob(rng);
     j.constraints.objective = Objective::kTime;
     j.constraints.deadline_hours = 0;

@@ -20,4 +20,8 @@ size_t DisplayWidth(std::string_view line);
 // `hanging_indent`, when given, is the continuation indent of every wrapped line instead.
 std::string FitWidth(const std::string& text, size_t width = kTextWidth, size_t hanging_indent = std::string::npos);
 
+// A command line (`prefix` + `command`) broken only before an option ("--x"), so an option and its value
+// stay on one line; continuation lines are indented `indent` columns. The result ends without a newline.
+std::string WrapCommand(const std::string& prefix, const std::string& command, size_t indent, size_t width = kTextWidth);
+
 }  // namespace gpuplan

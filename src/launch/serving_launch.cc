@@ -214,7 +214,13 @@ std::vector<std::string> ServingLaunchArgv(const Job& job, const ServingEstimate
 }
 
 std::string ServingLaunchLine(const Job& job, const ServingEstimate& e, const ServingEngineProfile& engine) {
-  return JoinShell(ServingLaunchArgv(job, e, engine), " ");
+  // The checkpoint itself when the model names one (a preset's repo, a config.json's directory);
+  // else "$MODEL" for the user to set.
+  std::vector<std::string> argv = ServingLaunchArgv(job, e, engine);
+  if (!job.arch.checkpoint.empty())
+    for (std::string& a : argv)
+      if (a == kModelWord) a = job.arch.checkpoint;
+  return JoinShell(argv, " ");
 }
 
 Result<std::vector<Artifact>> ServingArtifacts(ServingExportFormat format, const Job& job, const ServingEstimate& e,

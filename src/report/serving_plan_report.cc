@@ -5,6 +5,7 @@
 #include "gpuplan/data.h"
 #include "gpuplan/report.h"
 #include "gpuplan/serving_plan_report.h"
+#include "gpuplan/text_width.h"
 
 namespace gpuplan {
 
@@ -99,8 +100,11 @@ std::string ServingPlanToText(const ServingPlanResult& r, const Job& job) {
     out += "no setup meets the SLA [" + r.relax_code + "]: " + r.relax + "\n";
   } else {
     out += PlansTable(r);
-    out += "\nlaunch lines (one replica each; MODEL = the checkpoint's repo or path)\n";
-    for (size_t i = 0; i < r.plans.size(); ++i) out += "  " + std::to_string(i + 1) + ". " + r.plans[i].launch_line + "\n";
+    out += "\nlaunch lines (one replica each; $MODEL, where shown, is your checkpoint's repo or path)\n";
+    for (size_t i = 0; i < r.plans.size(); ++i) {
+      const std::string num = "  " + std::to_string(i + 1) + ". ";
+      out += WrapCommand(num, r.plans[i].launch_line, num.size() + 4) + "\n";
+    }
     const ServingPlan& best = r.plans.front();
     out += "\nbest: " + best.instance.id + " x " + std::to_string(best.nodes) + ", " + std::to_string(best.replicas) + " replica" +
            (best.replicas == 1 ? "" : "s") + " (" + std::to_string(best.replicas_needed) + " needed), " +

@@ -5,6 +5,7 @@
 
 #include "gpuplan/data.h"
 #include "gpuplan/report.h"
+#include "gpuplan/text_width.h"
 
 namespace gpuplan {
 
@@ -223,7 +224,7 @@ std::string ServingToText(const ServingReport& r, bool md) {
   if (e.fits) out += "\n" + StepTable(e, md);
   if (!e.usd_per_gpu_hour)
     out += "\nnot priced: no on-demand catalog instance with " + r.gpu.id + " has a price (cost per token is null)\n";
-  if (!r.launch.empty()) out += "\nlaunch: " + r.launch + "\n";
+  if (!r.launch.empty()) out += "\n" + WrapCommand("launch: ", r.launch, 8) + "\n";
   for (const auto& n : e.notes) out += "\nnote: " + n + "\n";
   if (!e.fits) {
     out += "\nDOES NOT FIT: " + e.fit_problem + "\n";

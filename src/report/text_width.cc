@@ -109,4 +109,33 @@ std::string FitWidth(const std::string& text, size_t width, size_t hanging_inden
   return out;
 }
 
+std::string WrapCommand(const std::string& prefix, const std::string& command, size_t indent, size_t width) {
+  // Chunks: the words up to the first option, then each option with the words after it.
+  std::vector<std::string> chunks(1);
+  size_t at = 0;
+  while (at < command.size()) {
+    const size_t end = std::min(command.find(' ', at), command.size());
+    const std::string word = command.substr(at, end - at);
+    at = end + 1;
+    if (word.empty()) continue;
+    if (word.rfind("--", 0) == 0 && !chunks.back().empty()) chunks.emplace_back();
+    chunks.back() += (chunks.back().empty() ? "" : " ") + word;
+  }
+  std::string out = prefix;
+  size_t col = DisplayWidth(prefix);
+  bool first = true;
+  for (const std::string& c : chunks) {
+    const size_t w = DisplayWidth(c);
+    if (!first && col + 1 + w > width) {
+      out += "\n" + std::string(indent, ' ') + c;
+      col = indent + w;
+    } else {
+      out += (first ? "" : " ") + c;
+      col += (first ? 0 : 1) + w;
+    }
+    first = false;
+  }
+  return out;
+}
+
 }  // namespace gpuplan

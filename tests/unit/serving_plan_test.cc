@@ -74,7 +74,7 @@ TEST(ServingPlan, Llama8bAtTenRequestsPerSecondMeetsTheSlaPricedWithVllmLines) {
     EXPECT_LE(p.replicas * p.tp * p.pp, p.gpus);
     EXPECT_GE(p.replicas, p.replicas_needed);
     const std::string line = ServingLaunchLine(p.job, p.estimate, *profile);
-    EXPECT_EQ(line.rfind("vllm serve \"$MODEL\"", 0), 0u) << line;
+    EXPECT_EQ(line.rfind("vllm serve meta-llama/Meta-Llama-3-8B ", 0), 0u) << line;  // the preset's repo
     EXPECT_NE(line.find("--max-model-len 1200"), std::string::npos) << line;
   }
 }

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <sstream>
 
@@ -81,6 +82,29 @@ TEST(TextWidth, RandomTextFitsAndKeepsEveryWord) {
     for (const auto& l : Lines(out)) EXPECT_LE(DisplayWidth(l), width) << l;
     EXPECT_EQ(Words(out), Words(s));
   }
+}
+
+}  // namespace
+}  // namespace gpuplan
+
+namespace gpuplan {
+namespace {
+
+// A command wraps only before an option: a flag and its value stay on one line, within the width.
+TEST(WrapCommand, BreaksOnlyBeforeOptions) {
+  const std::string cmd = "vllm serve \"$MODEL\" --max-model-len 1200 --gpu-memory-utilization 0.90 --max-num-seqs 256 "
+                          "--max-num-batched-tokens 2048 --quantization fp8 --kv-cache-dtype fp8";
+  const std::string out = WrapCommand("  1. ", cmd, 9, 60);
+  size_t start = 0;
+  while (start <= out.size()) {
+    const size_t end = std::min(out.find('\n', start), out.size());
+    const std::string line = out.substr(start, end - start);
+    EXPECT_LE(DisplayWidth(line), 60u) << line;
+    if (start > 0) EXPECT_EQ(line.rfind("         --", 0), 0u) << line;
+    start = end + 1;
+  }
+  EXPECT_NE(out.find("--max-num-batched-tokens 2048"), std::string::npos) << out;
+  EXPECT_EQ(WrapCommand("launch: ", "a b", 8), "launch: a b");
 }
 
 }  // namespace

@@ -52,6 +52,8 @@ struct ServingEngineProfile {
   bool chunked_prefill = true;      // prefill chunks share steps with decodes (Sarathi-Serve)
   std::string launch_command;       // vllm serve | python3 -m sglang.launch_server | trtllm-serve | ""
   std::string source, date, notes;
+  // Set by FindServingEngine when the asked version has no row of its own and an older one stands in.
+  std::string version_note;
   Location where;
 };
 

@@ -243,8 +243,8 @@ Result<ServingEngineProfile> FindServingEngine(const std::vector<ServingEnginePr
     return Status::BadInput(where, name + " " + version + " is older than every profile gpuplan has (known: " + KnownVersions(rows) + ")");
   ServingEngineProfile out = *best;
   if (!VersionPrefix(*VersionParts(best->version), *asked))
-    out.notes = name + " " + version + " has no profile of its own: the " + best->version +
-                " profile (the newest not newer) is used. " + out.notes;
+    out.version_note = name + " " + version + " has no profile of its own: the " + best->version +
+                       " profile (the newest not newer) is used";
   return out;
 }
 

@@ -321,33 +321,46 @@ Operating ResolveLoad(const ServingContext& c, const Lengths& n, double slots, S
 // tensor-parallel cards in the node, each with the KV cache it would leave.
 std::vector<std::string> WhatWouldFit(const Job& job, const Catalog& catalog, const Calibration& cal,
                                       const std::vector<ServingEngineProfile>& engines) {
+  // cluster.gpus_per_node when the user set it, else the widest node the catalog rents this GPU in,
+  // and at least a common server's GPUs (serving.what_if_gpus_per_node).
+  int64_t node = job.IsSet("cluster.gpus_per_node") ? job.cluster.gpus_per_node : 0;
+  if (node == 0) {
+    node = static_cast<int64_t>(cal.Get("serving.what_if_gpus_per_node"));
+    auto gpu = catalog.FindGpu(job.cluster.gpu);
+    for (const InstanceSpec& in : catalog.instances)
+      if (gpu.ok() && in.gpu_id == gpu->id) node = std::max(node, in.gpu_count);
+  }
   std::vector<std::string> out;
-  auto try_job = [&](Job j, const std::string& change) {
+  auto try_job = [&](const Job& j) {
     auto c = MakeServingContext(j, catalog, cal, engines);
     if (!c.ok()) return false;
     const ServingMemory m = StartupMemory(j, c->hw.gpu, c->engine, c->lim, cal);
     const int64_t tokens = KvCapacityTokens(m.kv_bytes, c->kv_per_token_gpu, c->engine.block_size);
     if (tokens < c->lim.max_model_len) return false;
-    out.push_back(change + ": weights " + GiB(m.weights_bytes) + " per GPU, KV cache " + std::to_string(tokens) +
-                  " tokens (" + Fixed(static_cast<double>(tokens) / c->lim.max_model_len, 1) + " sequences of " +
+    out.push_back("serving.weights " + ToString(j.serving.weights) + ", parallel.tp " + std::to_string(j.parallel.tp) +
+                  " (" + std::to_string(j.parallel.tp * j.parallel.pp) + " GPUs per replica): weights " +
+                  GiB(m.weights_bytes) + " per GPU, KV cache " + std::to_string(tokens) + " tokens (" +
+                  Fixed(static_cast<double>(tokens) / c->lim.max_model_len, 1) + " sequences of " +
                   std::to_string(c->lim.max_model_len) + ")");
     return true;
   };
-  const WeightFormat smaller[] = {WeightFormat::kFp8, WeightFormat::kInt8, WeightFormat::kInt4Awq};
-  for (WeightFormat w : smaller) {
-    if (WeightBytesPerParam(w, cal) >= WeightBytesPerParam(job.serving.weights, cal)) continue;
+  // S§2 for the job's weight format and each smaller one, the fewest tensor-parallel cards that hold it.
+  const WeightFormat formats[] = {job.serving.weights, WeightFormat::kFp8, WeightFormat::kInt4Awq};
+  double last_bytes = 1e9;
+  for (WeightFormat w : formats) {
+    const double bytes = WeightBytesPerParam(w, cal);
+    if (bytes > WeightBytesPerParam(job.serving.weights, cal) || bytes >= last_bytes) continue;
+    last_bytes = bytes;
     Job j = job;
     j.serving.weights = w;
-    if (try_job(j, "serving.weights " + ToString(w))) break;
-  }
-  for (int64_t tp = job.parallel.tp * 2; tp <= job.cluster.gpus_per_node; tp *= 2) {
-    if (job.arch.heads % tp != 0) continue;
-    Job j = job;
-    j.parallel.tp = tp;
-    if (try_job(j, "parallel.tp " + std::to_string(tp) + " (" + std::to_string(tp * job.parallel.pp) + " GPUs per replica)")) break;
+    for (int64_t tp = job.parallel.tp; tp <= node; tp *= 2) {
+      if (job.arch.heads % tp != 0 || (w == job.serving.weights && tp == job.parallel.tp)) continue;
+      j.parallel.tp = tp;
+      if (try_job(j)) break;
+    }
   }
   if (out.empty())
-    out.push_back("no weight format or tensor-parallel size on " + std::to_string(job.cluster.gpus_per_node) +
+    out.push_back("no weight format or tensor-parallel size on " + std::to_string(node) +
                   " of these GPUs holds it: use a GPU with more memory or pipeline stages across nodes (parallel.pp)");
   return out;
 }
@@ -403,6 +416,7 @@ Result<ServingEstimate> EstimateServing(const Job& job, const Catalog& catalog, 
   e.max_concurrency_at_tokens = static_cast<double>(e.max_model_len);
   e.max_concurrency = static_cast<double>(e.kv_capacity_tokens) / e.max_concurrency_at_tokens;
   PriceFromCatalog(catalog, c.hw.gpu.id, e);
+  if (!c.engine.version_note.empty()) e.notes.push_back(c.engine.version_note);
   if (!c.hw.efficiency_note.empty()) e.notes.push_back(c.hw.efficiency_note);
   CheckFits(c, e);
   if (!e.fits) {

@@ -92,7 +92,8 @@ TEST(ServingEngines, VersionLookup) {
   auto between = FindServingEngine(*all, "vllm", "0.18.1", {});
   ASSERT_TRUE(between.ok());
   EXPECT_EQ(between->version, "0.17");
-  EXPECT_NE(between->notes.find("vllm 0.18.1 has no profile of its own: the 0.17 profile"), std::string::npos) << between->notes;
+  EXPECT_NE(between->version_note.find("vllm 0.18.1 has no profile of its own: the 0.17 profile"), std::string::npos)
+      << between->version_note;
   // 0.20 is not 0.2: versions compare by number.
   EXPECT_EQ(FindServingEngine(*all, "vllm", "0.20", {})->version, "0.19");
   EXPECT_EQ(FindServingEngine(*all, "vllm", "0.100", {})->version, "0.21");

@@ -200,6 +200,7 @@ void ServingKeys(const Job& job, std::map<std::string, std::string>& out) {
     case ServingLoad::kConcurrency: put("serving.concurrency", s.concurrency != d.concurrency, Num(s.concurrency)); break;
     case ServingLoad::kRequestRate: out["serving.request_rate"] = Num(s.request_rate); break;
     case ServingLoad::kMaxThroughput: out["serving.max_throughput"] = "true"; break;
+    case ServingLoad::kNumRequests: out["serving.num_requests"] = Int(s.num_requests); break;
   }
   if (s.ttft_p90_ms > 0) out["serving.ttft_p90_ms"] = Num(s.ttft_p90_ms);
   if (s.tpot_p90_ms > 0) out["serving.tpot_p90_ms"] = Num(s.tpot_p90_ms);

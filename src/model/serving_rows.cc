@@ -216,6 +216,7 @@ ServingRunRow ReadWideRow(const CsvTable& t, const CsvRow& row, const Catalog& c
   m.id = r.Str("id"), m.source = r.Str("source"), m.fold = r.Str("source_group");
   m.engine_text = r.Str("engine") + " " + r.Str("engine_version");
   m.model_text = r.Str("model"), m.gpu_text = r.Str("gpu"), m.precision_text = r.Str("precision"), m.flags = r.Str("flags");
+  m.dataset = r.Str("dataset");
   ReadWideMeasures(r, m);
   auto integer = [&](const char* col) -> int64_t {
     auto v = r.OptInteger(col, 0, 1'000'000);
@@ -239,10 +240,9 @@ ServingRunRow ReadWideRow(const CsvTable& t, const CsvRow& row, const Catalog& c
     m.scenario = ServingScenario::kConcurrency;
     s.load = ServingLoad::kConcurrency, s.concurrency = *conc;
   } else if (rate == "inf" && m.num_requests > 0) {
-    // S§4 a burst: every request at t=0 through the engine's slots; throughput and TPOT are the
-    // full engine's, TTFT adds the wait for a slot (ServingBurstTtft).
+    // S§7 a burst: every request at t=0, simulated step by step through the engine's slots.
     m.scenario = ServingScenario::kBurst;
-    s.load = ServingLoad::kMaxThroughput;
+    s.load = ServingLoad::kNumRequests, s.num_requests = m.num_requests;
   } else if (auto qps = NumberIn(rate); qps && *qps > 0) {
     m.scenario = ServingScenario::kRequestRate;
     s.load = ServingLoad::kRequestRate, s.request_rate = *qps;
@@ -306,7 +306,10 @@ ServingRunRow ReadLongRow(const CsvTable& t, const CsvRow& row, const Catalog& c
     m.scenario = ServingScenario::kConcurrency, s.load = ServingLoad::kConcurrency, s.concurrency = *b;
     s.max_num_seqs = std::max<int64_t>(s.max_num_seqs, static_cast<int64_t>(*b));
   } else if (Has(load, "infinite request rate") || Has(load, "max-throughput") || Has(load, "all requests at once")) {
+    // S§7 offline: the stated request count simulated step by step, else the steady state.
     m.scenario = ServingScenario::kOffline, s.load = ServingLoad::kMaxThroughput;
+    m.num_requests = static_cast<int64_t>(NumberIn(r.Str("notes"), "num_requests=").value_or(0));
+    if (m.num_requests > 0) s.load = ServingLoad::kNumRequests, s.num_requests = m.num_requests;
   } else {
     m.skip_reason = "the load '" + r.Str("concurrency_or_rate") + "' is not read";
     return m;

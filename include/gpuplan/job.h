@@ -138,6 +138,7 @@ struct ServingSpec {
   double concurrency = 1;             // Default: 1 request in flight.
   double request_rate = 0;            // Default: 0 (requests/s when load is request_rate).
   int64_t num_requests = 0;           // Default: 0 (requests sent at t=0 when load is num_requests).
+  bool frontend = true;               // Default: true (an HTTP endpoint); false = the engine called directly (offline).
   // --plan: the SLA and the load target.
   double ttft_p90_ms = 0;             // Default: 0 = no TTFT bound.
   double tpot_p90_ms = 0;             // Default: 0 = no TPOT bound.

@@ -113,6 +113,7 @@ struct ServingEstimate {
   double max_concurrency_at_tokens = 0;
   double concurrency = 0;           // sequences running per replica in the modelled steady state
   Latency ttft_s, tpot_s;
+  double frontend_s = 0;            // of the TTFT: the server's front end (HTTP, tokenisation), S§4
   StepTime decode_step;             // the steady-state step
   double prefill_s = 0;             // one mean prompt's prefill alone
   double output_tokens_per_s = 0, output_tokens_per_s_per_gpu = 0, input_tokens_per_s = 0;

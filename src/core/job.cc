@@ -244,6 +244,12 @@ void AddServingKeys(Add& add) {
     if (!*v) return Bad(w, "only true chooses a load; for a fixed load give serving.concurrency or serving.request_rate instead");
     return SetServingLoad(j, "serving.max_throughput", ServingLoad::kMaxThroughput, w);
   });
+  add("serving.frontend", "frontend", "true = requests come through the engine's HTTP server (tokenisation, streaming); false = the engine called directly, as offline batch inference (default true)", [](Job& j, const std::string& s, const Location& w) -> Status {
+    auto v = ParseBool(s, w);
+    if (!v.ok()) return v.status();
+    j.serving.frontend = *v;
+    return Status::Ok();
+  });
   add("serving.num_requests", "num-requests", "load: this many requests sent at once (an offline batch), simulated step by step; one of concurrency, request_rate, max_throughput, num_requests", [](Job& j, const std::string& s, const Location& w) -> Status {
     auto v = ParseInt(s, w, 1, kMaxNumRequests);
     if (!v.ok()) return v.status();

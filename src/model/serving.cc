@@ -20,7 +20,10 @@ Job InferenceJob(const Job& job, const GpuSpec& gpu) {
   TrainingSpec& tr = j.training;
   tr.method = Method::kFull;
   tr.precision = gpu.bf16_supported ? Precision::kBf16 : Precision::kFp16;
-  if (job.serving.weights == WeightFormat::kFp8 && gpu.fp8_supported) tr.precision = Precision::kFp8;
+  // fp8 weights run W8A8 GEMMs; fp4 (NVFP4 W4A4 on Blackwell) runs at least at the fp8 rate (the
+  // catalog holds no fp4 peak, so its 2x over fp8 is not counted).
+  const bool low = job.serving.weights == WeightFormat::kFp8 || job.serving.weights == WeightFormat::kFp4;
+  if (low && gpu.fp8_supported) tr.precision = Precision::kFp8;
   tr.flash_attention = true;
   tr.recompute = Recompute::kNone;
   tr.framework = Framework::kGeneric;
@@ -162,6 +165,12 @@ Result<ServingContext> MakeServingContext(const Job& job, const Catalog& catalog
   c.step_fixed_s = cal.Get("serving.step_fixed_s");
   c.step_per_seq_s = cal.Get("serving.step_per_seq_s");
   c.graph_gap_s = cal.Get("serving.graph_kernel_gap_s");
+  // S§4 the HTTP front end: its time before a request's first token, and its handling of every
+  // streamed token (detokenisation, the response chunk) in each step.
+  if (s.frontend) {
+    c.frontend_s = cal.Get("serving.frontend_s");
+    c.step_per_seq_s += cal.Get("serving.frontend_per_seq_s");
+  }
   c.stage_layers = (a.layers + job.parallel.pp - 1) / job.parallel.pp;
   return c;
 }
@@ -208,8 +217,11 @@ Operating AtConcurrency(const ServingContext& c, double running, const Lengths& 
   const double others = std::max(0.0, running - 1);
   o.prefill_alone_s = PromptSeconds(c, 0, n.in, n.in);
   // An arrival waits for the step in flight (half a step on average, 0.9 of one at p90).
-  o.ttft = PromptSeconds(c, others, n.in, n.in + n.out / 2) + 0.5 * o.tpot;
-  o.ttft_p90 = PromptSeconds(c, others, n.in90, n.in90 + n.out90 / 2) + 0.9 * o.tpot_p90;
+  // An arrival waits for the step in flight when others are decoding (half a step on average, 0.9
+  // of one at p90; none when it runs alone), and for the server's front end.
+  const double in_flight = std::min(1.0, others);
+  o.ttft = c.frontend_s + PromptSeconds(c, others, n.in, n.in + n.out / 2) + 0.5 * in_flight * o.tpot;
+  o.ttft_p90 = c.frontend_s + PromptSeconds(c, others, n.in90, n.in90 + n.out90 / 2) + 0.9 * in_flight * o.tpot_p90;
   o.requests_per_s = running / (o.ttft + (out - 1) * o.tpot);
   return o;
 }
@@ -316,7 +328,8 @@ void SimulateBatch(const ServingContext& c, const Lengths& n, ServingEstimate& e
   const std::vector<double> out = RequestLengths(n.out, n.out90, per_replica, kOutputOrderShare);
   const SimulatedRun run = SimulateRequests(c, in, out, e.kv_capacity_tokens);
   const double replicas = static_cast<double>(e.replicas);
-  e.ttft_s = run.ttft_s, e.tpot_s = run.tpot_s;
+  e.ttft_s = {run.ttft_s.mean + c.frontend_s, run.ttft_s.p90 + c.frontend_s};
+  e.tpot_s = run.tpot_s;
   e.makespan_s = run.makespan_s;
   e.simulated_steps = run.steps, e.simulated_preemptions = run.preemptions;
   e.concurrency = run.mean_running;
@@ -416,6 +429,7 @@ Result<ServingEstimate> EstimateServing(const Job& job, const Catalog& catalog, 
   e.kv_capacity_tokens = KvCapacityTokens(e.memory.kv_bytes, c.kv_per_token_gpu, c.engine.block_size);
   e.max_model_len = c.lim.max_model_len;
   e.max_num_seqs = c.lim.max_num_seqs, e.max_num_batched_tokens = c.lim.max_num_batched_tokens;
+  e.frontend_s = c.frontend_s;
   e.max_concurrency_at_tokens = static_cast<double>(e.max_model_len);
   e.max_concurrency = static_cast<double>(e.kv_capacity_tokens) / e.max_concurrency_at_tokens;
   PriceFromCatalog(catalog, c.hw.gpu.id, e);

@@ -38,6 +38,7 @@ struct ServingContext {
   double kv_per_token_gpu = 0;
   double hbm = 0;           // achievable HBM bytes/s
   double step_fixed_s = 0, step_per_seq_s = 0, graph_gap_s = 0;
+  double frontend_s = 0;    // S§4 per request: HTTP, tokenisation, the first token's detokenisation
   int64_t stage_layers = 0;
 };
 

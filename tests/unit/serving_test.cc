@@ -162,7 +162,10 @@ TEST(ServingBatch, RequestLengthsKeepMeanAndP90) {
   for (double v : fixed) EXPECT_EQ(v, 200);
   const std::vector<double> v = RequestLengths(200, 400, 1000, 0.618);
   double sum = 0;
-  for (double x : v) sum += x, EXPECT_GE(x, 1);
+  for (double x : v) {
+    sum += x;
+    EXPECT_GE(x, 1);
+  }
   EXPECT_NEAR(sum / 1000, 200, 1.0);
   std::vector<double> sorted = v;
   std::sort(sorted.begin(), sorted.end());

@@ -328,8 +328,7 @@ void SimulateBatch(const ServingContext& c, const Lengths& n, ServingEstimate& e
   const std::vector<double> out = RequestLengths(n.out, n.out90, per_replica, kOutputOrderShare);
   const SimulatedRun run = SimulateRequests(c, in, out, e.kv_capacity_tokens);
   const double replicas = static_cast<double>(e.replicas);
-  e.ttft_s = {run.ttft_s.mean + c.frontend_s, run.ttft_s.p90 + c.frontend_s};
-  e.tpot_s = run.tpot_s;
+  e.ttft_s = run.ttft_s, e.tpot_s = run.tpot_s;  // TTFT from t = 0, the front end's queue included
   e.makespan_s = run.makespan_s;
   e.simulated_steps = run.steps, e.simulated_preemptions = run.preemptions;
   e.concurrency = run.mean_running;

@@ -191,16 +191,27 @@ SimulatedRun SimulateRequests(const ServingContext& c, const std::vector<double>
                               const std::vector<double>& output_lens, int64_t kv_capacity_tokens) {
   std::vector<SimRequest> r(input_lens.size());
   std::deque<int32_t> waiting;
-  for (size_t i = 0; i < r.size(); ++i) {
+  for (size_t i = 0; i < r.size(); ++i)
     r[i].in = r[i].need = std::max(1.0, input_lens[i]), r[i].out = std::max(1.0, output_lens[i]);
-    waiting.push_back(static_cast<int32_t>(i));
-  }
+  // S§7 every request is sent at t = 0; the front end hands them to the engine one after another,
+  // request i at (i + 1) x frontend_s (tokenisation and request handling are serial in the server).
+  size_t arrived = 0;
+  auto arrive = [&](double now) {
+    while (arrived < r.size() && static_cast<double>(arrived + 1) * c.frontend_s <= now + 1e-12)
+      waiting.push_back(static_cast<int32_t>(arrived++));
+  };
   SimulatedRun run;
   std::vector<int32_t> running;
   running.reserve(static_cast<size_t>(std::max<int64_t>(1, c.lim.max_num_seqs)));
   const double capacity = static_cast<double>(kv_capacity_tokens);
   double kv_used = 0, now = 0, batch_time = 0, context_time = 0, prefill_sum = 0, plen_time = 0;
-  while (!running.empty() || !waiting.empty()) {
+  for (;;) {
+    arrive(now);
+    if (running.empty() && waiting.empty()) {
+      if (arrived == r.size()) break;
+      now = static_cast<double>(arrived + 1) * c.frontend_s;  // the engine idles until the next request
+      continue;
+    }
     Preempt(r, running, waiting, kv_used, capacity, run.preemptions);
     const StepPlan p = ScheduleStep(c, r, running, waiting, kv_used, capacity);
     if (p.decodes == 0 && p.chunks.empty()) break;  // nothing fits (a prompt beyond the cache): stop

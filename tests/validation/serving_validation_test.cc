@@ -37,10 +37,12 @@ TEST(ServingValidation, MediansWithinBars) {
   EXPECT_GE(h.tpot.n, 50);
   EXPECT_GE(h.throughput.n, 50);
   // The bars are TPOT <= 20%, throughput <= 25%, low-concurrency TTFT <= 30%, >= 70% of rows.
-  // Not reached yet: the bounds are the level reached on the shared files (TPOT 37%, throughput 49%,
-  // TTFT 51%, 56% of rows, with the initial step constants) plus a margin; the gap is the work left
-  // (burst rows' throughput over-predicted, Ascend and RTX PRO 6000 without catalog numbers).
-  constexpr double kTpot = 0.42, kThroughput = 0.55, kTtftLow = 0.56, kShare = 0.52;
+  // Reached (in-sample, the step and front-end constants of tools/fit_serving.py, bursts and offline
+  // runs simulated step by step, S§7): TPOT 33.4%, throughput 27.5%, TTFT 13.9%, 56% of rows; the
+  // bounds are that plus a margin. The gap: burst rows (TPOT under-predicted 40%, throughput 46%
+  // either way: gpt-oss MoE decode slower than its weight reads, Qwen3-32B bursts faster than the
+  // KV cache modelled allows), Ascend and RTX PRO 6000 without catalog numbers.
+  constexpr double kTpot = 0.36, kThroughput = 0.30, kTtftLow = 0.17, kShare = 0.52;
   EXPECT_LE(h.tpot.median_abs, kTpot);
   EXPECT_LE(h.throughput.median_abs, kThroughput);
   EXPECT_LE(h.ttft_low.median_abs, kTtftLow);

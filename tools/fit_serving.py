@@ -27,8 +27,10 @@ import time
 
 GRID = {
     "serving.step_fixed_s": [0.0, 0.5e-3, 1.0e-3, 2.0e-3, 3.0e-3, 4.0e-3],
-    "serving.step_per_seq_s": [0.0, 2e-6, 5e-6, 1e-5, 2e-5, 4e-5],
+    "serving.step_per_seq_s": [0.0, 2e-6, 5e-6, 1e-5, 2e-5, 4e-5, 8e-5, 1.6e-4],
     "serving.graph_kernel_gap_s": [0.0, 1e-6, 2e-6, 4e-6, 8e-6],
+    "serving.frontend_s": [0.0, 0.01, 0.02, 0.03, 0.045, 0.06],
+    "serving.frontend_per_seq_s": [0.0, 2e-5, 4e-5, 8e-5, 1.6e-4, 3.2e-4],
 }
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ALL = "(all sources)"

@@ -118,7 +118,8 @@ enum class WeightFormat { kBf16, kFp16, kFp8, kInt8, kInt4Awq, kInt4Gptq, kFp4 }
 enum class KvDtype { kAuto, kFp8 };
 // What load the estimate is asked at: a fixed number of users in flight (closed loop), a Poisson
 // request rate (open loop), or the most the setup serves (all requests at once).
-enum class ServingLoad { kConcurrency, kRequestRate, kMaxThroughput };
+// kNumRequests: a finite list of requests sent at once (an offline batch), simulated step by step (S§7).
+enum class ServingLoad { kConcurrency, kRequestRate, kMaxThroughput, kNumRequests };
 
 struct ServingSpec {
   std::string engine = "vllm";        // Default: vllm (vllm | sglang | tensorrt-llm | generic).
@@ -136,6 +137,8 @@ struct ServingSpec {
   ServingLoad load = ServingLoad::kConcurrency;  // Default: concurrency.
   double concurrency = 1;             // Default: 1 request in flight.
   double request_rate = 0;            // Default: 0 (requests/s when load is request_rate).
+  int64_t num_requests = 0;           // Default: 0 (requests sent at t=0 when load is num_requests).
+  bool frontend = true;               // Default: true (an HTTP endpoint); false = the engine called directly (offline).
   // --plan: the SLA and the load target.
   double ttft_p90_ms = 0;             // Default: 0 = no TTFT bound.
   double tpot_p90_ms = 0;             // Default: 0 = no TPOT bound.
@@ -232,6 +235,6 @@ std::string ToString(Objective o);
 std::string ToString(SpotPolicy s);
 std::string ToString(WeightFormat w);  // bf16 fp16 fp8 int8 int4-awq int4-gptq fp4
 std::string ToString(KvDtype k);       // auto fp8
-std::string ToString(ServingLoad l);   // concurrency request_rate max_throughput
+std::string ToString(ServingLoad l);   // concurrency request_rate max_throughput num_requests
 
 }  // namespace gpuplan

@@ -115,10 +115,14 @@ struct ServingEstimate {
   double max_concurrency_at_tokens = 0;
   double concurrency = 0;           // sequences running per replica in the modelled steady state
   Latency ttft_s, tpot_s;
+  double frontend_s = 0;            // of the TTFT: the server's front end (HTTP, tokenisation), S§4
   StepTime decode_step;             // the steady-state step
   double prefill_s = 0;             // one mean prompt's prefill alone
   double output_tokens_per_s = 0, output_tokens_per_s_per_gpu = 0, input_tokens_per_s = 0;
   double requests_per_s = 0;
+  // S§7 serving.num_requests: the simulated batch (0 steps when the load is a steady state).
+  int64_t simulated_steps = 0, simulated_preemptions = 0;
+  double makespan_s = 0;            // first request in to last token out, per replica
   int64_t num_gpus = 0, replicas = 1;
   std::optional<double> usd_per_gpu_hour;  // price used (nullopt: unpriced)
   std::string price_instance;       // the catalog instance the price comes from
@@ -135,6 +139,11 @@ struct ServingEstimate {
 // replicas. Errors: bad combinations (fp4 on a GPU without it, tp not dividing heads, ...).
 Result<ServingEstimate> EstimateServing(const Job& job, const Catalog& catalog, const Calibration& cal,
                                         const std::vector<ServingEngineProfile>& engines);
+
+// S§7 the lengths of n requests whose mean and p90 are given: all `mean` when p90 <= mean, else a
+// lognormal with that mean and p90 read at the n quantiles (k + 0.5) / n (rescaled to the mean),
+// request i taking quantile (i x m) mod n for m coprime to n near order_share x n (no sort by length).
+std::vector<double> RequestLengths(double mean, double p90, int64_t n, double order_share);
 
 // The engine's launch line for this job (vllm serve ..., python3 -m sglang.launch_server ...,
 // trtllm-serve ...): the flags the estimate assumed.

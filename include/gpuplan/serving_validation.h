@@ -46,7 +46,9 @@ struct ServingRunRow {
   std::string engine_text, model_text, gpu_text, precision_text, flags;
   Job job;                         // the serving job (model, GPU, tp/pp/dp, serving section)
   ServingScenario scenario = ServingScenario::kConcurrency;
-  int64_t num_requests = 0;        // burst: requests sent at once
+  int64_t num_requests = 0;        // burst and offline: requests sent at once (0: not stated)
+  std::string dataset;
+  bool engine_only = false;        // measured in the engine's own benchmark, without an HTTP front end             // the prompt set (ShareGPT, random, ...) as the source names it
   std::vector<ServingMeasure> measures;
   bool usable = false;
   std::string skip_reason;         // why the whole row is not predicted

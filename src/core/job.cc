@@ -110,6 +110,7 @@ Result<Arch> ModelFromPath(const std::string& s, const Location& w) {
 constexpr int64_t kMaxDim = int64_t{1} << 24;      // any shape dimension
 constexpr int64_t kMaxGpus = int64_t{1} << 20;     // a million GPUs
 constexpr int64_t kMaxSeq = int64_t{1} << 24;      // 16M tokens per sequence
+constexpr int64_t kMaxNumRequests = 100000;        // serving.num_requests: the simulation steps through every one
 
 using Setter = std::function<Status(Job&, const std::string&, const Location&)>;
 
@@ -170,17 +171,19 @@ std::string GivenAt(const Location& l) {
   return "in " + (l.file.empty() ? std::string("the job") : l.file);
 }
 
-// serving.concurrency | serving.request_rate | serving.max_throughput choose serving.load: one of them.
+// serving.concurrency | serving.request_rate | serving.max_throughput | serving.num_requests choose
+// serving.load: one of them.
 // A second one from the same source (the file, or the command line) is an error at its location; a
 // flag replaces the file's choice, as flags override the file.
 Status SetServingLoad(Job& j, const std::string& key, ServingLoad load, const Location& w) {
-  static const char* kLoadKeys[] = {"serving.concurrency", "serving.request_rate", "serving.max_throughput"};
+  static const char* kLoadKeys[] = {"serving.concurrency", "serving.request_rate", "serving.max_throughput",
+                                    "serving.num_requests"};
   for (const char* other : kLoadKeys) {
     if (key == other) continue;
     auto it = j.set_keys.find(other);
     if (it == j.set_keys.end()) continue;
     if (it->second.file == w.file)
-      return Bad(w, "give one load: serving.concurrency, serving.request_rate or serving.max_throughput (" + std::string(other) +
+      return Bad(w, "give one load: serving.concurrency, serving.request_rate, serving.max_throughput or serving.num_requests (" + std::string(other) +
                         " is given " + GivenAt(it->second) + ")");
     j.set_keys.erase(it);
   }
@@ -240,6 +243,19 @@ void AddServingKeys(Add& add) {
     if (!v.ok()) return v.status();
     if (!*v) return Bad(w, "only true chooses a load; for a fixed load give serving.concurrency or serving.request_rate instead");
     return SetServingLoad(j, "serving.max_throughput", ServingLoad::kMaxThroughput, w);
+  });
+  add("serving.frontend", "frontend", "true = requests come through the engine's HTTP server (tokenisation, streaming); false = the engine called directly, as offline batch inference (default true)", [](Job& j, const std::string& s, const Location& w) -> Status {
+    auto v = ParseBool(s, w);
+    if (!v.ok()) return v.status();
+    j.serving.frontend = *v;
+    return Status::Ok();
+  });
+  add("serving.num_requests", "num-requests", "load: this many requests sent at once (an offline batch), simulated step by step; one of concurrency, request_rate, max_throughput, num_requests", [](Job& j, const std::string& s, const Location& w) -> Status {
+    auto v = ParseInt(s, w, 1, kMaxNumRequests);
+    if (!v.ok()) return v.status();
+    GPUPLAN_RETURN_IF_ERROR(SetServingLoad(j, "serving.num_requests", ServingLoad::kNumRequests, w));
+    j.serving.num_requests = *v;
+    return Status::Ok();
   });
   auto ms = [](double v) { return v > 0 && v <= 1e7; };
   add("serving.ttft_p90_ms", "ttft-p90-ms", "--plan SLA: p90 time to first token in ms (default: no bound)", Real([](Job& j) -> double& { return j.serving.ttft_p90_ms; }, ms, "must be in (0, 1e7] ms"));
@@ -1125,6 +1141,7 @@ std::string ToString(ServingLoad l) {
     case ServingLoad::kConcurrency: return "concurrency";
     case ServingLoad::kRequestRate: return "request_rate";
     case ServingLoad::kMaxThroughput: return "max_throughput";
+    case ServingLoad::kNumRequests: return "num_requests";
   }
   return "concurrency";
 }

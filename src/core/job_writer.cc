@@ -196,10 +196,12 @@ void ServingKeys(const Job& job, std::map<std::string, std::string>& out) {
   put("serving.output_len", s.output_len != d.output_len, Num(s.output_len));
   if (s.input_len_p90 > 0) out["serving.input_len_p90"] = Num(s.input_len_p90);
   if (s.output_len_p90 > 0) out["serving.output_len_p90"] = Num(s.output_len_p90);
+  if (!s.frontend) out["serving.frontend"] = "false";
   switch (s.load) {
     case ServingLoad::kConcurrency: put("serving.concurrency", s.concurrency != d.concurrency, Num(s.concurrency)); break;
     case ServingLoad::kRequestRate: out["serving.request_rate"] = Num(s.request_rate); break;
     case ServingLoad::kMaxThroughput: out["serving.max_throughput"] = "true"; break;
+    case ServingLoad::kNumRequests: out["serving.num_requests"] = Int(s.num_requests); break;
   }
   if (s.ttft_p90_ms > 0) out["serving.ttft_p90_ms"] = Num(s.ttft_p90_ms);
   if (s.tpot_p90_ms > 0) out["serving.tpot_p90_ms"] = Num(s.tpot_p90_ms);

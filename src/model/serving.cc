@@ -20,7 +20,10 @@ Job InferenceJob(const Job& job, const GpuSpec& gpu) {
   TrainingSpec& tr = j.training;
   tr.method = Method::kFull;
   tr.precision = gpu.bf16_supported ? Precision::kBf16 : Precision::kFp16;
-  if (job.serving.weights == WeightFormat::kFp8 && gpu.fp8_supported) tr.precision = Precision::kFp8;
+  // fp8 weights run W8A8 GEMMs; fp4 (NVFP4 W4A4 on Blackwell) runs at least at the fp8 rate (the
+  // catalog holds no fp4 peak, so its 2x over fp8 is not counted).
+  const bool low = job.serving.weights == WeightFormat::kFp8 || job.serving.weights == WeightFormat::kFp4;
+  if (low && gpu.fp8_supported) tr.precision = Precision::kFp8;
   tr.flash_attention = true;
   tr.recompute = Recompute::kNone;
   tr.framework = Framework::kGeneric;
@@ -31,20 +34,6 @@ Job InferenceJob(const Job& job, const GpuSpec& gpu) {
 }
 
 Precision KvCompute(const GpuSpec& gpu) { return gpu.bf16_supported ? Precision::kBf16 : Precision::kFp16; }
-
-// What EstimateServing resolves once and every step evaluation reads.
-struct ServingContext {
-  Job job;                  // InferenceJob
-  HardwareContext hw;
-  ServingEngineProfile engine;
-  ServingLimits lim;
-  ServingWeights weights;
-  double weight_bpp = 2;    // stored bytes per quantised parameter
-  double kv_per_token_gpu = 0;
-  double hbm = 0;           // achievable HBM bytes/s
-  double step_fixed_s = 0, step_per_seq_s = 0, graph_gap_s = 0;
-  int64_t stage_layers = 0;
-};
 
 // S§3 experts a step's tokens touch on one GPU: each of E routed experts is missed by all
 // `tokens` top-k draws with probability (1 - k/E)^tokens; shared experts always run.
@@ -64,6 +53,8 @@ double ServingOpSeconds(const Op& op, double weight_scale, const ServingContext&
   const double bytes = act_bytes + weights * c.weight_bpp;
   return std::max(op.fwd_s, bytes / c.hbm) + op.fwd_kernels * c.graph_gap_s;
 }
+
+}  // namespace
 
 // S§3 one step: `batch` decode tokens at `context` keys each and `prefill` prompt tokens of
 // prompts `prompt_len` long, through the fullest pipeline stage; pp stages run in turn.
@@ -113,7 +104,6 @@ StepTime ServingStep(const ServingContext& c, double batch, double context, doub
   return st;
 }
 
-}  // namespace
 
 ServingLimits ResolveLimits(const Job& job, const GpuSpec& gpu, const ServingEngineProfile& e) {
   const ServingSpec& s = job.serving;
@@ -175,6 +165,12 @@ Result<ServingContext> MakeServingContext(const Job& job, const Catalog& catalog
   c.step_fixed_s = cal.Get("serving.step_fixed_s");
   c.step_per_seq_s = cal.Get("serving.step_per_seq_s");
   c.graph_gap_s = cal.Get("serving.graph_kernel_gap_s");
+  // S§4 the HTTP front end: its time before a request's first token, and its handling of every
+  // streamed token (detokenisation, the response chunk) in each step.
+  if (s.frontend) {
+    c.frontend_s = cal.Get("serving.frontend_s");
+    c.step_per_seq_s += cal.Get("serving.frontend_per_seq_s");
+  }
   c.stage_layers = (a.layers + job.parallel.pp - 1) / job.parallel.pp;
   return c;
 }
@@ -193,6 +189,10 @@ struct Operating {
 struct Lengths {
   double in = 0, out = 0, in90 = 0, out90 = 0;
 };
+
+// S§7 the two length lists are read in different orders so that a long prompt does not go with a
+// long output (the shares of the list the order steps by: 1/golden ratio, sqrt(2) - 1).
+constexpr double kOutputOrderShare = 0.6180339887, kInputOrderShare = 0.4142135624;
 
 // S§4 chunked prefill: a prompt goes through in chunks of the step's token budget left by the
 // decodes (vLLM schedules running decodes first); each chunk shares a step with them.
@@ -217,8 +217,11 @@ Operating AtConcurrency(const ServingContext& c, double running, const Lengths& 
   const double others = std::max(0.0, running - 1);
   o.prefill_alone_s = PromptSeconds(c, 0, n.in, n.in);
   // An arrival waits for the step in flight (half a step on average, 0.9 of one at p90).
-  o.ttft = PromptSeconds(c, others, n.in, n.in + n.out / 2) + 0.5 * o.tpot;
-  o.ttft_p90 = PromptSeconds(c, others, n.in90, n.in90 + n.out90 / 2) + 0.9 * o.tpot_p90;
+  // An arrival waits for the step in flight when others are decoding (half a step on average, 0.9
+  // of one at p90; none when it runs alone), and for the server's front end.
+  const double in_flight = std::min(1.0, others);
+  o.ttft = c.frontend_s + PromptSeconds(c, others, n.in, n.in + n.out / 2) + 0.5 * in_flight * o.tpot;
+  o.ttft_p90 = c.frontend_s + PromptSeconds(c, others, n.in90, n.in90 + n.out90 / 2) + 0.9 * in_flight * o.tpot_p90;
   o.requests_per_s = running / (o.ttft + (out - 1) * o.tpot);
   return o;
 }
@@ -317,6 +320,26 @@ Operating ResolveLoad(const ServingContext& c, const Lengths& n, double slots, S
   return o;
 }
 
+// S§7 serving.num_requests: the batch split evenly over the replicas, each replica's share simulated
+// step by step; throughput = the batch's tokens over the makespan.
+void SimulateBatch(const ServingContext& c, const Lengths& n, ServingEstimate& e) {
+  const int64_t per_replica = (c.job.serving.num_requests + e.replicas - 1) / e.replicas;
+  const std::vector<double> in = RequestLengths(n.in, n.in90, per_replica, kInputOrderShare);
+  const std::vector<double> out = RequestLengths(n.out, n.out90, per_replica, kOutputOrderShare);
+  const SimulatedRun run = SimulateRequests(c, in, out, e.kv_capacity_tokens);
+  const double replicas = static_cast<double>(e.replicas);
+  e.ttft_s = run.ttft_s, e.tpot_s = run.tpot_s;  // TTFT from t = 0, the front end's queue included
+  e.makespan_s = run.makespan_s;
+  e.simulated_steps = run.steps, e.simulated_preemptions = run.preemptions;
+  e.concurrency = run.mean_running;
+  e.decode_step = run.mean_step;
+  e.prefill_s = PromptSeconds(c, 0, n.in, n.in);
+  if (run.makespan_s <= 0) return;
+  e.requests_per_s = replicas * run.requests / run.makespan_s;
+  e.output_tokens_per_s = replicas * run.output_tokens / run.makespan_s;
+  e.input_tokens_per_s = replicas * run.input_tokens / run.makespan_s;
+}
+
 // S§2 the alternatives that make the engine start: smaller weight formats on the same cards, more
 // tensor-parallel cards in the node, each with the KV cache it would leave.
 std::vector<std::string> WhatWouldFit(const Job& job, const Catalog& catalog, const Calibration& cal,
@@ -371,7 +394,8 @@ std::string ServingBottleneck(const ServingContext& c, const ServingEstimate& e,
   if (e.saturated)
     return "the request rate " + Fixed(s.request_rate, 2) + "/s exceeds the " + Fixed(e.requests_per_s, 2) +
            "/s these " + std::to_string(e.replicas) + " replica(s) serve: requests queue without bound; add replicas";
-  const bool queueing = s.load != ServingLoad::kMaxThroughput && e.concurrency >= slots - 1e-9 &&
+  const bool queueing = (s.load == ServingLoad::kRequestRate || s.load == ServingLoad::kConcurrency) &&
+                        e.concurrency >= slots - 1e-9 &&
                         (s.load == ServingLoad::kRequestRate || s.concurrency / e.replicas > slots);
   if (queueing) {
     if (by_kv < static_cast<double>(c.lim.max_num_seqs))
@@ -391,8 +415,12 @@ std::string ServingBottleneck(const ServingContext& c, const ServingEstimate& e,
   const auto* top = &parts[0];
   for (const auto& p : parts)
     if (p.first > top->first) top = &p;
-  return "a decode step takes " + Fixed(st.total_s * 1e3, 1) + " ms, " + Fixed(top->first * 1e3, 1) + " ms of it " +
-         top->second;
+  const std::string batch = s.load != ServingLoad::kNumRequests ? std::string()
+      : "the " + std::to_string(s.num_requests) + " requests take " + Fixed(e.makespan_s, 1) + " s at " +
+            Fixed(e.concurrency, 0) + " sequences decoding on average (" + std::to_string(e.simulated_preemptions) +
+            " preemptions); ";
+  return batch + "a decode step takes " + Fixed(st.total_s * 1e3, 1) + " ms, " + Fixed(top->first * 1e3, 1) +
+         " ms of it " + top->second;
 }
 
 }  // namespace
@@ -413,6 +441,7 @@ Result<ServingEstimate> EstimateServing(const Job& job, const Catalog& catalog, 
   e.kv_capacity_tokens = KvCapacityTokens(e.memory.kv_bytes, c.kv_per_token_gpu, c.engine.block_size);
   e.max_model_len = c.lim.max_model_len;
   e.max_num_seqs = c.lim.max_num_seqs, e.max_num_batched_tokens = c.lim.max_num_batched_tokens;
+  e.frontend_s = c.frontend_s;
   e.max_concurrency_at_tokens = static_cast<double>(e.max_model_len);
   e.max_concurrency = static_cast<double>(e.kv_capacity_tokens) / e.max_concurrency_at_tokens;
   PriceFromCatalog(catalog, c.hw.gpu.id, e);
@@ -429,14 +458,18 @@ Result<ServingEstimate> EstimateServing(const Job& job, const Catalog& catalog, 
   // for whole sequences at the mean length (paged blocks are taken as tokens arrive).
   const double by_kv = std::floor(static_cast<double>(e.kv_capacity_tokens) / (n.in + n.out / 2));
   const double slots = std::max(1.0, std::min(static_cast<double>(c.lim.max_num_seqs), by_kv));
-  const Operating o = ResolveLoad(c, n, slots, e);
-  e.concurrency = o.running;
-  e.decode_step = o.step;
-  e.prefill_s = o.prefill_alone_s;
-  e.tpot_s = {o.tpot, o.tpot_p90};
-  e.requests_per_s = o.requests_per_s * e.replicas;
-  e.output_tokens_per_s = e.requests_per_s * n.out;
-  e.input_tokens_per_s = e.requests_per_s * n.in;
+  if (s.load == ServingLoad::kNumRequests) {
+    SimulateBatch(c, n, e);
+  } else {
+    const Operating o = ResolveLoad(c, n, slots, e);
+    e.concurrency = o.running;
+    e.decode_step = o.step;
+    e.prefill_s = o.prefill_alone_s;
+    e.tpot_s = {o.tpot, o.tpot_p90};
+    e.requests_per_s = o.requests_per_s * e.replicas;
+    e.output_tokens_per_s = e.requests_per_s * n.out;
+    e.input_tokens_per_s = e.requests_per_s * n.in;
+  }
   e.output_tokens_per_s_per_gpu = e.output_tokens_per_s / static_cast<double>(e.num_gpus);
   if (e.usd_per_gpu_hour && e.output_tokens_per_s > 0) {
     // S§6 the setup's spend per second over the tokens it serves (the same spend per input token).

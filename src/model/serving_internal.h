@@ -1,6 +1,7 @@
 // Shared by the serving model's files (src/model/serving*.cc); docs/model/serving.md.
 #pragma once
 
+#include "gpuplan/estimate.h"
 #include "gpuplan/memory.h"
 #include "gpuplan/serving.h"
 
@@ -25,5 +26,36 @@ double ActivationPeakBytes(const Arch& a, const ServingEngineProfile& e, int64_t
 ServingMemory StartupMemory(const Job& job, const GpuSpec& gpu, const ServingEngineProfile& e, const ServingLimits& lim,
                             const Calibration& cal);
 int64_t KvCapacityTokens(double kv_bytes, double per_token_per_gpu, int64_t block_size);
+
+// S§3 what EstimateServing resolves once and every step evaluation reads.
+struct ServingContext {
+  Job job;                  // InferenceJob
+  HardwareContext hw;
+  ServingEngineProfile engine;
+  ServingLimits lim;
+  ServingWeights weights;
+  double weight_bpp = 2;    // stored bytes per quantised parameter
+  double kv_per_token_gpu = 0;
+  double hbm = 0;           // achievable HBM bytes/s
+  double step_fixed_s = 0, step_per_seq_s = 0, graph_gap_s = 0;
+  double frontend_s = 0;    // S§4 per request: HTTP, tokenisation, the first token's detokenisation
+  int64_t stage_layers = 0;
+};
+
+// S§3 one engine step: `batch` decode tokens at `context` keys each and `prefill` prompt tokens of
+// prompts `prompt_len` long (serving.cc).
+StepTime ServingStep(const ServingContext& c, double batch, double context, double prefill, double prompt_len);
+
+// S§7 a finite list of requests through one replica, step by step (serving_sim.cc).
+struct SimulatedRun {
+  Latency ttft_s, tpot_s;
+  double makespan_s = 0;
+  double output_tokens = 0, input_tokens = 0, requests = 0;
+  double mean_running = 0;     // decode batch averaged over the steps' time
+  int64_t steps = 0, preemptions = 0;
+  StepTime mean_step;          // the step at the time-averaged batch and context (for the bottleneck)
+};
+SimulatedRun SimulateRequests(const ServingContext& c, const std::vector<double>& input_lens,
+                              const std::vector<double>& output_lens, int64_t kv_capacity_tokens);
 
 }  // namespace gpuplan

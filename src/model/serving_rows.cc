@@ -217,6 +217,10 @@ std::string FillJob(ServingRunRow& m, const Catalog& catalog, const ServingRowOp
   j.serving.engine = EngineName(m.engine_text);
   j.serving.weights = WeightsFrom(m.precision_text, m.model_text, *gpu);
   if (Has(m.precision_text, "fp8_kv_cache") || Has(m.precision_text, "fp8 kv")) j.serving.kv_dtype = KvDtype::kFp8;
+  // NVIDIA ModelOpt FP8/FP4 checkpoints quantise the KV cache to fp8 too (their hf_quant_config.json
+  // kv_cache_quant_algo FP8), and TensorRT-LLM runs the cache in it.
+  if (Has(m.model_text, "modelopt") && j.serving.weights != WeightFormat::kBf16 && j.serving.weights != WeightFormat::kFp16)
+    j.serving.kv_dtype = KvDtype::kFp8;
   return "";
 }
 
@@ -247,6 +251,7 @@ ServingRunRow ReadWideRow(const CsvTable& t, const CsvRow& row, const Catalog& c
   m.id = r.Str("id"), m.source = r.Str("source"), m.fold = r.Str("source_group");
   m.engine_text = r.Str("engine") + " " + r.Str("engine_version");
   m.model_text = r.Str("model"), m.gpu_text = r.Str("gpu"), m.precision_text = r.Str("precision"), m.flags = r.Str("flags");
+  m.dataset = r.Str("dataset");
   ReadWideMeasures(r, m);
   auto integer = [&](const char* col) -> int64_t {
     auto v = r.OptInteger(col, 0, 1'000'000);
@@ -270,10 +275,9 @@ ServingRunRow ReadWideRow(const CsvTable& t, const CsvRow& row, const Catalog& c
     m.scenario = ServingScenario::kConcurrency;
     s.load = ServingLoad::kConcurrency, s.concurrency = *conc;
   } else if (rate == "inf" && m.num_requests > 0) {
-    // S§4 a burst: every request at t=0 through the engine's slots; throughput and TPOT are the
-    // full engine's, TTFT adds the wait for a slot (ServingBurstTtft).
+    // S§7 a burst: every request at t=0, simulated step by step through the engine's slots.
     m.scenario = ServingScenario::kBurst;
-    s.load = ServingLoad::kMaxThroughput;
+    s.load = ServingLoad::kNumRequests, s.num_requests = m.num_requests;
   } else if (auto qps = NumberIn(rate); qps && *qps > 0) {
     m.scenario = ServingScenario::kRequestRate;
     s.load = ServingLoad::kRequestRate, s.request_rate = *qps;
@@ -335,9 +339,14 @@ ServingRunRow ReadLongRow(const CsvTable& t, const CsvRow& row, const Catalog& c
   } else if (auto b = NumberIn(load, "batch size"); b && *b >= 1) {
     // A static batch (gptSessionBenchmark, vLLM's latency test): b sequences run together.
     m.scenario = ServingScenario::kConcurrency, s.load = ServingLoad::kConcurrency, s.concurrency = *b;
+    m.engine_only = true, s.frontend = false;
     s.max_num_seqs = std::max<int64_t>(s.max_num_seqs, static_cast<int64_t>(*b));
   } else if (Has(load, "infinite request rate") || Has(load, "max-throughput") || Has(load, "all requests at once")) {
+    // S§7 offline: the stated request count simulated step by step, else the steady state.
     m.scenario = ServingScenario::kOffline, s.load = ServingLoad::kMaxThroughput;
+    m.engine_only = true, s.frontend = false;
+    m.num_requests = static_cast<int64_t>(NumberIn(r.Str("notes"), "num_requests=").value_or(0));
+    if (m.num_requests > 0) s.load = ServingLoad::kNumRequests, s.num_requests = m.num_requests;
   } else {
     m.skip_reason = "the load '" + r.Str("concurrency_or_rate") + "' is not read";
     return m;

@@ -7,6 +7,8 @@
 #include <map>
 #include <optional>
 
+#include "gpuplan/strings.h"
+
 namespace gpuplan {
 
 namespace {
@@ -30,36 +32,32 @@ std::optional<Family> FamilyOf(const std::string& metric) {
   return it->second;
 }
 
-// S§4 a burst of N requests at t=0 through S slots (all replicas) served at R requests/s: request
-// i >= S waits for i - S + 1 completions, (i - S + 1) / R; the mean over the N requests adds
-// (N - S)(N - S + 1) / (2 N R) to the in-engine TTFT, the p90 request (i = 0.9 N) adds
-// (0.9 N - S) / R. The first wave's own prompts queue inside the engine as in steady state.
-double BurstWait(const ServingRunRow& r, const ServingEstimate& e, double quantile) {
-  const double n = static_cast<double>(r.num_requests), s = e.concurrency * static_cast<double>(e.replicas);
-  if (r.scenario != ServingScenario::kBurst || n <= s || e.requests_per_s <= 0) return 0;
-  if (quantile <= 0) return (n - s) * (n - s + 1) / (2 * n * e.requests_per_s);
-  return std::max(0.0, (quantile * n - s) / e.requests_per_s);
-}
-
 double Predicted(const std::string& metric, const ServingRunRow& r, const ServingEstimate& e) {
   const double out = std::max(1.0, r.job.serving.output_len);
-  if (metric == "ttft_mean_s" || metric == "ttft_p50_s") return e.ttft_s.mean + BurstWait(r, e, 0);
-  if (metric == "ttft_p90_s") return e.ttft_s.p90 + BurstWait(r, e, 0.9);
+  if (metric == "ttft_mean_s" || metric == "ttft_p50_s") return e.ttft_s.mean;
+  if (metric == "ttft_p90_s") return e.ttft_s.p90;
   if (metric == "tpot_mean_s" || metric == "tpot_p50_s" || metric == "itl_mean_s" || metric == "itl_p50_s")
     return e.tpot_s.mean;
   if (metric == "tpot_p90_s") return e.tpot_s.p90;
-  if (metric == "e2e_latency_mean_s") return e.ttft_s.mean + BurstWait(r, e, 0) + (out - 1) * e.tpot_s.mean;
+  if (metric == "e2e_latency_mean_s") return e.ttft_s.mean + (out - 1) * e.tpot_s.mean;
   if (metric == "output_tokens_per_s") return e.output_tokens_per_s;
   if (metric == "output_tokens_per_s_per_gpu") return e.output_tokens_per_s_per_gpu;
   if (metric == "requests_per_s") return e.requests_per_s;
   return 0;
 }
 
-// The engine profile the row ran (its version where the data has it, else the newest).
-Job WithKnownVersion(const Job& job, const std::vector<ServingEngineProfile>& engines) {
-  Job j = job;
+// The row's job as predicted: the engine profile it ran (its version where the data has it, else
+// the newest), and for a ShareGPT prompt set without stated percentiles, the dataset's length
+// shape (S§7: p90 = serving.dataset.sharegpt.*_p90_over_mean x the stated mean).
+Job RowJob(const ServingRunRow& r, const std::vector<ServingEngineProfile>& engines, const Calibration& cal) {
+  Job j = r.job;
   if (!j.serving.engine_version.empty() && !FindServingEngine(engines, j.serving.engine, j.serving.engine_version, {}).ok())
     j.serving.engine_version.clear();
+  ServingSpec& s = j.serving;
+  if (Lower(r.dataset).find("sharegpt") != std::string::npos) {
+    if (s.input_len_p90 <= 0) s.input_len_p90 = s.input_len * cal.Get("serving.dataset.sharegpt.input_p90_over_mean");
+    if (s.output_len_p90 <= 0) s.output_len_p90 = s.output_len * cal.Get("serving.dataset.sharegpt.output_p90_over_mean");
+  }
   return j;
 }
 
@@ -67,7 +65,7 @@ Job WithKnownVersion(const Job& job, const std::vector<ServingEngineProfile>& en
 std::string PredictServingRow(const ServingRunRow& r, size_t index, const Catalog& catalog, const Calibration& cal,
                               const std::vector<ServingEngineProfile>& engines, std::vector<ServingCompared>& out) {
   if (!r.usable) return r.skip_reason;
-  const Job job = WithKnownVersion(r.job, engines);
+  const Job job = RowJob(r, engines, cal);
   auto e = EstimateServing(job, catalog, cal, engines);
   if (!e.ok()) return "not estimated: " + e.status().reason();
   if (!e->fits) return "the model says it does not start: " + e->fit_problem;
@@ -100,7 +98,7 @@ void PredictServingLoso(ServingValidationReport& rep, const Catalog& catalog, co
     if (it == fits.values.end()) { ++missing[r.fold]; continue; }
     Calibration fold = cal;
     for (const auto& [k, v] : it->second) fold.Set(k, v);
-    auto e = EstimateServing(WithKnownVersion(r.job, engines), catalog, fold, engines);
+    auto e = EstimateServing(RowJob(r, engines, fold), catalog, fold, engines);
     if (!e.ok() || !e->fits) { ++missing[r.fold]; continue; }
     c.loso = true;
     c.loso_predicted = Predicted(c.metric, r, *e);

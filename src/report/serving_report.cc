@@ -36,6 +36,7 @@ std::string LoadWords(const ServingSpec& s) {
     case ServingLoad::kConcurrency: return "concurrency " + F("%g", s.concurrency);
     case ServingLoad::kRequestRate: return F("%g requests/s (Poisson arrivals)", s.request_rate);
     case ServingLoad::kMaxThroughput: return "maximum throughput (every request at once)";
+    case ServingLoad::kNumRequests: return F("%g requests at once (simulated step by step)", static_cast<double>(s.num_requests));
   }
   return "";
 }
@@ -47,6 +48,7 @@ nlohmann::json InputsJson(const Job& job) {
   nlohmann::json load = {{"kind", ToString(s.load)}};
   if (s.load == ServingLoad::kConcurrency) load["concurrency"] = s.concurrency;
   if (s.load == ServingLoad::kRequestRate) load["request_rate"] = s.request_rate;
+  if (s.load == ServingLoad::kNumRequests) load["num_requests"] = s.num_requests;
   auto set_or_null = [](double v) { return v > 0 ? nlohmann::json(v) : nlohmann::json(nullptr); };
   in["serving"] = {{"engine", s.engine},
                    {"engine_version", s.engine_version.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.engine_version)},

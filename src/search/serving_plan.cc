@@ -188,6 +188,10 @@ void SetLayout(Job& j, int64_t tp, int64_t pp, int64_t replicas, double rate) {
   if (rate > 0) {
     j.serving.load = ServingLoad::kRequestRate;
     j.serving.request_rate = rate;
+  } else if (j.serving.load == ServingLoad::kNumRequests) {
+    // The search stays on the steady-state model (S§4): a batch of requests is ranked by the
+    // engine's full throughput; `gpuplan serving` simulates the batch itself (S§7).
+    j.serving.load = ServingLoad::kMaxThroughput;
   }
 }
 

@@ -540,6 +540,7 @@ TEST(ServingKeys, FlagsMirrorTheKeys) {
            {"output-len", "serving.output_len"}, {"input-len-p90", "serving.input_len_p90"},
            {"output-len-p90", "serving.output_len_p90"}, {"concurrency", "serving.concurrency"},
            {"request-rate", "serving.request_rate"}, {"max-throughput", "serving.max_throughput"},
+           {"num-requests", "serving.num_requests"}, {"frontend", "serving.frontend"},
            {"ttft-p90-ms", "serving.ttft_p90_ms"}, {"tpot-p90-ms", "serving.tpot_p90_ms"},
            {"target-output-tokens-per-s", "serving.target_output_tokens_per_s"}}) {
     const JobKey* k = FindJobKeyByFlag(flag);

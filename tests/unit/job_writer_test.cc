@@ -118,6 +118,8 @@ void ExpectServingRoundTrip(const Job& job) {
   EXPECT_EQ(b.load, a.load);
   EXPECT_EQ(b.concurrency, a.concurrency);
   EXPECT_EQ(b.request_rate, a.request_rate);
+  EXPECT_EQ(b.num_requests, a.num_requests);
+  EXPECT_EQ(b.frontend, a.frontend);
   EXPECT_EQ(b.ttft_p90_ms, a.ttft_p90_ms);
   EXPECT_EQ(b.tpot_p90_ms, a.tpot_p90_ms);
   EXPECT_EQ(b.target_output_tokens_per_s, a.target_output_tokens_per_s);
@@ -132,6 +134,7 @@ TEST(JobWriter, ServingSectionRoundTrips) {
       "          target_output_tokens_per_s: 20000}\n"));
   ExpectServingRoundTrip(MakeJob("model: {preset: llama-3-8b}\nserving: {max_throughput: true, weights: int4-gptq}\n"));
   ExpectServingRoundTrip(MakeJob("model: {preset: llama-3-8b}\nserving: {concurrency: 16}\n"));
+  ExpectServingRoundTrip(MakeJob("model: {preset: llama-3-8b}\nserving: {num_requests: 1000, output_len_p90: 450, frontend: false}\n"));
 }
 
 TEST(JobWriter, TrainingJobWritesNoServingKeys) {

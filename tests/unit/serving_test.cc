@@ -6,6 +6,7 @@
 
 #include "../test_util.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -152,6 +153,88 @@ TEST(ServingLoad, RequestRateBeyondCapacitySaturates) {
   const ServingEstimate ok = Est(j);
   EXPECT_FALSE(ok.saturated);
   EXPECT_NEAR(ok.requests_per_s, 0.3 * most, 1e-6 * most);
+}
+
+// S§7 the length lists: fixed without a p90; else the stated mean and (close to) the stated p90,
+// every request a different quantile, not sorted by length.
+TEST(ServingBatch, RequestLengthsKeepMeanAndP90) {
+  const std::vector<double> fixed = RequestLengths(200, 0, 100, 0.618);
+  for (double v : fixed) EXPECT_EQ(v, 200);
+  const std::vector<double> v = RequestLengths(200, 400, 1000, 0.618);
+  double sum = 0;
+  for (double x : v) {
+    sum += x;
+    EXPECT_GE(x, 1);
+  }
+  EXPECT_NEAR(sum / 1000, 200, 1.0);
+  std::vector<double> sorted = v;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_NEAR(sorted[899], 400, 40);
+  EXPECT_NE(v, sorted);
+  EXPECT_GT(sorted.back(), 3 * sorted[499]);  // a long tail
+}
+
+Job BatchJob(int64_t n) {
+  Job j = ServingJob("llama-3-8b", "h100");
+  j.serving.load = ServingLoad::kNumRequests;
+  j.serving.num_requests = n;
+  j.serving.input_len = 200, j.serving.output_len = 200;
+  return j;
+}
+
+// S§7 a batch: every request is served (tokens / makespan), the first ones get their first token
+// before the batch ends, and the tail of a spread of lengths stretches the makespan.
+TEST(ServingBatch, SimulatesEveryRequest) {
+  Job j = BatchJob(1000);
+  const ServingEstimate e = Est(j);
+  ASSERT_TRUE(e.fits);
+  EXPECT_GT(e.simulated_steps, 200);
+  EXPECT_GT(e.makespan_s, 0);
+  EXPECT_NEAR(e.output_tokens_per_s, 1000 * 200 / e.makespan_s, 1e-6 * e.output_tokens_per_s);
+  EXPECT_NEAR(e.requests_per_s, 1000 / e.makespan_s, 1e-9 * e.requests_per_s);
+  EXPECT_LT(e.ttft_s.mean, e.makespan_s);
+  EXPECT_GE(e.ttft_s.p90, e.ttft_s.mean * 0.999);
+  EXPECT_GT(e.tpot_s.mean, 0);
+  EXPECT_NE(e.bottleneck.find("1000 requests"), std::string::npos) << e.bottleneck;
+  j.serving.output_len_p90 = 450;
+  const ServingEstimate spread = Est(j);
+  EXPECT_LT(spread.output_tokens_per_s, e.output_tokens_per_s);
+}
+
+// S§7 against the steady state: a long batch of fixed lengths approaches the full engine's
+// throughput (S§4 max_throughput) from below (the ramp-up and the drain cost time).
+TEST(ServingBatch, LongBatchApproachesSteadyState) {
+  Job j = BatchJob(4000);
+  j.serving.max_num_seqs = 256;
+  const ServingEstimate batch = Est(j);
+  j.serving.load = ServingLoad::kMaxThroughput;
+  const ServingEstimate steady = Est(j);
+  EXPECT_LT(batch.output_tokens_per_s, steady.output_tokens_per_s * 1.05);
+  EXPECT_GT(batch.output_tokens_per_s, steady.output_tokens_per_s * 0.6);
+}
+
+// S§7 a small KV cache: admission waits for room (and decodes preempt the newest), so fewer
+// sequences run and the batch takes longer; every request still finishes.
+TEST(ServingBatch, KvCacheLimitsTheBatch) {
+  Job j = BatchJob(500);
+  j.serving.input_len = 1000, j.serving.output_len = 500;
+  const ServingEstimate roomy = Est(j);
+  j.serving.gpu_memory_utilization = 0.25;
+  const ServingEstimate tight = Est(j);
+  ASSERT_TRUE(tight.fits) << tight.fit_problem;
+  EXPECT_LT(tight.concurrency, roomy.concurrency);
+  EXPECT_GT(tight.makespan_s, roomy.makespan_s);
+  EXPECT_NEAR(tight.output_tokens_per_s * tight.makespan_s, 500 * 500, 1.0);
+}
+
+// S§7 more requests in the batch never lower the mean TPOT (more sequences share each step).
+TEST(ServingProperty, LargerBatchNeverLowersTpot) {
+  double last = 0;
+  for (int64_t n : {1, 4, 16, 64, 256}) {
+    const ServingEstimate e = Est(BatchJob(n));
+    EXPECT_GE(e.tpot_s.mean, last * (1 - 1e-9)) << n << " requests";
+    last = e.tpot_s.mean;
+  }
 }
 
 }  // namespace

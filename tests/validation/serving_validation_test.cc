@@ -37,12 +37,12 @@ TEST(ServingValidation, MediansWithinBars) {
   EXPECT_GE(h.tpot.n, 50);
   EXPECT_GE(h.throughput.n, 50);
   // The bars are TPOT <= 20%, throughput <= 25%, low-concurrency TTFT <= 30%, >= 70% of rows.
-  // Not reached yet: the bounds are the level reached on the shared files (TPOT 40%, throughput 58%,
-  // TTFT 52%, 84% of rows, with the initial step constants) plus a margin; the gap is the work left
-  // (burst rows' throughput over-predicted; RTX PRO 6000 FP4 offline throughput and Ascend 910B
-  // under-predicted). The share rose from 56% when RTX PRO 6000, Ascend 910B, GB200 192GB, DeepSeek-R1,
-  // GLM-4.5-Air/4.6 and GPT-J rows became predictable; those rows moved the medians up a few points.
-  constexpr double kTpot = 0.45, kThroughput = 0.62, kTtftLow = 0.56, kShare = 0.80;
+  // Reached (in-sample, the step and front-end constants of tools/fit_serving.py, bursts and offline
+  // runs simulated step by step, S§7): TPOT 33.4%, throughput 27.5%, TTFT 13.9%, 56% of rows; the
+  // bounds are that plus a margin. The gap: burst rows (TPOT under-predicted 40%, throughput 46%
+  // either way: gpt-oss MoE decode slower than its weight reads, Qwen3-32B bursts faster than the
+  // KV cache modelled allows), Ascend and RTX PRO 6000 without catalog numbers.
+  constexpr double kTpot = 0.36, kThroughput = 0.30, kTtftLow = 0.17, kShare = 0.80;
   EXPECT_LE(h.tpot.median_abs, kTpot);
   EXPECT_LE(h.throughput.median_abs, kThroughput);
   EXPECT_LE(h.ttft_low.median_abs, kTtftLow);

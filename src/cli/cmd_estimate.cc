@@ -173,8 +173,16 @@ int CmdValidate(const std::vector<std::string>& argv) {
     std::string inputs;
     // File names only: the page is published, the directories they were read from are not.
     for (const auto& p : training_files) inputs += (inputs.empty() ? "" : " ") + p.substr(p.find_last_of('/') + 1);
-    f << ValidationToMarkdown(*rep, inputs, *cal);
-    if (!serving_md.empty()) f << "\n" << serving_md;
+    std::string page = ValidationToMarkdown(*rep, inputs, *cal);
+    if (!serving_md.empty()) {
+      // A pointer under the page's first paragraph: the serving section follows the training tables.
+      const size_t first = page.find("\n\n", page.find("\n\n") + 2);
+      if (first != std::string::npos)
+        page.insert(first, "\n\nServed runs (latency, throughput, KV capacity of inference engines) are in [Serving](#serving) at the "
+                           "end of this page.");
+      page += "\n" + serving_md;
+    }
+    f << page;
     std::printf("wrote %s\n", out.c_str());
   }
   // The error bands every estimate and plan prints (data/error_bands.csv): written where --bands says.

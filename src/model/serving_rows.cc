@@ -1,4 +1,4 @@
-// Reading served runs into serving jobs (docs/validation.md "Serving: how rows are read"): the
+// Reading served runs into serving jobs (docs/validation-rows.md "Serving: how rows are read"): the
 // file kind by its header, the model by its Hugging Face id (preset, else a config.json folder),
 // the GPU by gpu_id or its name, the weights from the precision column, the load as the source
 // applied it. A row that cannot be modelled keeps its reason; none is dropped silently.
@@ -190,7 +190,7 @@ void ApplyServeCommand(const std::string& cmd, Job& j) {
   if (Has(FlagValue(cmd, "--kv-cache-dtype"), "fp8")) s.kv_dtype = KvDtype::kFp8;
 }
 
-// The row's flags that make it not comparable as a whole (docs/validation.md "Serving").
+// The row's flags that make it not comparable as a whole (docs/validation-rows.md "Serving: how rows are read").
 std::string FlagProblem(const std::string& flags) {
   if (Has(flags, "spec_decode")) return "speculative decoding (EAGLE/MTP) is not modelled: TPOT below the bandwidth floor";
   if (Has(flags, "pd_disagg")) return "prefill/decode disaggregation is not modelled";

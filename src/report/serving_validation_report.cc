@@ -64,9 +64,9 @@ std::string Body(const ServingValidationReport& r, bool md) {
   std::snprintf(b, sizeof b, "%d of %d rows predicted (%s); %zu numbers compared.\n", r.rows_predicted, r.rows_total,
                 Pct(r.rows_total ? static_cast<double>(r.rows_predicted) / r.rows_total : 0).c_str(), r.compared.size());
   s += b;
-  s += md ? "\nThe issue's bars: TPOT median <= 20%, throughput <= 25%, TTFT at concurrency <= 8 <= 30%, >= 70% of rows "
-            "predicted.\n\n"
-          : "Bars: TPOT median <= 20%, throughput <= 25%, TTFT at concurrency <= 8 <= 30%, >= 70% of rows predicted.\n";
+  s += md ? "\nTargets (docs/model/serving.md): TPOT median <= 20%, throughput <= 25%, TTFT at concurrency <= 8 <= 30%, "
+            ">= 70% of rows predicted.\n\n"
+          : "Targets: TPOT median <= 20%, throughput <= 25%, TTFT at concurrency <= 8 <= 30%, >= 70% of rows predicted.\n";
   if (r.has_loso) s += Headline(r, true, md) + (md ? "\n" : "");
   s += Headline(r, false, md) + (md ? "\n" : "");
   for (bool loso : {true, false}) {
@@ -111,7 +111,7 @@ std::string ServingValidationToMarkdown(const ServingValidationReport& r, const 
   std::string s = "## Serving\n\nServed runs (" + inputs +
                   ") predicted with `gpuplan serving`: each row's model, weights, GPU, tp/pp/dp, lengths and load "
                   "(fixed concurrency, a burst of requests at t=0, offline, or a request rate), each measure in its "
-                  "source's own meaning (docs/validation.md \"Serving: how rows are read\").\n\n";
+                  "source's own meaning (docs/validation-rows.md \"Serving: how rows are read\").\n\n";
   s += Body(r, true);
   s += "\n#### Rows not predicted\n\n| file:line | id | reason |\n|---|---|---|\n";
   for (size_t i = 0; i < r.rows.size(); ++i)

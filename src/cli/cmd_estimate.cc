@@ -120,7 +120,10 @@ int CmdValidate(const std::vector<std::string>& argv) {
                 "GPU family, method, scale and source. With --loso, every row is also predicted with the constants fitted\n"
                 "without its source (leave-one-source-out); the report leads with those errors and the bands come from them.\n"
                 "--write and --bands write the report page and the bands estimate and plan print (scripts/validate.sh\n"
-                "regenerates docs/validation.md and data/error_bands.csv that way); without them nothing is written.\n\n%s",
+                "regenerates docs/validation.md and data/error_bands.csv that way); without them nothing is written.\n"
+                "Served runs (serving_runs.csv, inference.csv) are told apart by their header and predicted with the serving\n"
+                "model: TTFT, TPOT and throughput by engine, GPU, scenario and source (--model-configs for models without a\n"
+                "preset; --serving-loso for leave-one-source-out).\n\n%s",
                 FlagHelp(kValidateFlags, false).c_str());
     if (args->Has("help")) return 0;
     return Fail(Status::BadInput({"command line", 0, "validate"}, "needs a file: gpuplan validate RUNS.csv [MEMORY.csv ...]"));

@@ -14,6 +14,7 @@
 #include "gpuplan/catalog.h"
 #include "gpuplan/estimate.h"
 #include "gpuplan/job.h"
+#include "gpuplan/serving.h"
 
 namespace gpuplan::testing_util {
 
@@ -46,6 +47,16 @@ inline int PropertyCases(int full, int sanitized) {
 inline std::string UniqueTempPath(const std::string& stem, const std::string& ext) {
   static int calls = 0;
   return ::testing::TempDir() + "/" + stem + "_" + std::to_string(::getpid()) + "_" + std::to_string(calls++) + ext;
+}
+
+// The built-in catalog and serving-engine profiles, loaded once per test binary.
+inline const Catalog& BuiltinCatalog() {
+  static const Catalog c = *LoadCatalog();
+  return c;
+}
+inline const std::vector<ServingEngineProfile>& BuiltinServingEngines() {
+  static const std::vector<ServingEngineProfile> e = *LoadServingEngines();
+  return e;
 }
 
 // A finalized job from YAML text; failures are test failures with the parser's message.

@@ -3,6 +3,8 @@
 // of its engine's key table (data/engine_keys/*.csv).
 #include <gtest/gtest.h>
 
+#include "../test_util.h"
+
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -15,14 +17,8 @@
 namespace gpuplan {
 namespace {
 
-const Catalog& Cat() {
-  static const Catalog c = *LoadCatalog();
-  return c;
-}
-const std::vector<ServingEngineProfile>& Engines() {
-  static const std::vector<ServingEngineProfile> e = *LoadServingEngines();
-  return e;
-}
+const Catalog& Cat() { return testing_util::BuiltinCatalog(); }
+const std::vector<ServingEngineProfile>& Engines() { return testing_util::BuiltinServingEngines(); }
 
 void Pin(Job& j, const std::string& key) { j.set_keys[key] = Location{"test.yaml", 1, key}; }
 

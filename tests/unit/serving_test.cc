@@ -17,14 +17,8 @@ namespace {
 
 using testing_util::MakeJob;
 
-const Catalog& Cat() {
-  static const Catalog c = *LoadCatalog();
-  return c;
-}
-const std::vector<ServingEngineProfile>& Engines() {
-  static const std::vector<ServingEngineProfile> e = *LoadServingEngines();
-  return e;
-}
+const Catalog& Cat() { return testing_util::BuiltinCatalog(); }
+const std::vector<ServingEngineProfile>& Engines() { return testing_util::BuiltinServingEngines(); }
 
 Job ServingJob(const std::string& preset, const std::string& gpu, int64_t tp = 1) {
   Job j = MakeJob("model: {preset: " + preset + "}\ncluster: {gpu: " + gpu + ", num_gpus: " + std::to_string(tp) +

@@ -10,6 +10,8 @@
 #   scripts/fuzz.sh job catalog         only these harnesses
 #   scripts/fuzz.sh --replay            build and replay the reproducers only
 #   scripts/fuzz.sh --pending           replay fuzz/pending/ too and say which still fail (never fails)
+#   scripts/fuzz.sh --ci                a fixed number of inputs per harness from seed 1 (what CI runs): the same
+#                                       inputs on every machine, so a clean local run means a clean CI run
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,13 +19,15 @@ all=(job hf_config catalog calibration validation verify import plan_json ledger
 seconds="${FUZZ_SECONDS:-60}"
 replay_only=0
 pending=0
+ci=0
 harnesses=()
 for a in "$@"; do
   case "$a" in
     --long) seconds="${FUZZ_SECONDS:-600}" ;;
     --replay) replay_only=1 ;;
     --pending) pending=1 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    --ci) ci=1 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) [[ " ${all[*]} " == *" $a "* ]] || { echo "fuzz.sh: unknown harness '$a' (${all[*]})" >&2; exit 1; }
        harnesses+=("$a") ;;
   esac
@@ -31,6 +35,9 @@ done
 [ ${#harnesses[@]} -gt 0 ] || harnesses=("${all[@]}")
 jobs="${FUZZ_JOBS:-$(nproc)}"
 
+# --ci: inputs per harness, about 15 s each on 2 loaded cores (the corpus replay comes on top).
+declare -A ci_runs=([job]=30000 [hf_config]=60000 [catalog]=800 [calibration]=2000 [validation]=20000 [verify]=50000
+                    [import]=3000 [plan_json]=120000 [ledger]=8000)
 declare -A max_len=([job]=4096 [hf_config]=4096 [catalog]=8192 [calibration]=8192 [validation]=8192 [verify]=16384 [import]=8192
                    [plan_json]=16384 [ledger]=8192)
 
@@ -85,12 +92,20 @@ fi
 if [ "$fail" != 0 ]; then echo "fuzz.sh: a saved reproducer fails (above)" >&2; exit 1; fi
 [ "$replay_only" = 1 ] && exit 0
 
-echo "== fuzz: ${seconds}s per harness, $jobs at a time (logs in $logs/)"
+if [ "$ci" = 1 ]; then
+  echo "== fuzz: a fixed number of inputs per harness from seed 1, $jobs at a time (logs in $logs/)"
+else
+  echo "== fuzz: ${seconds}s per harness, $jobs at a time (logs in $logs/)"
+fi
 run_one() {  # run_one HARNESS: fuzz it, new crashes to fuzz/regressions/HARNESS/, exit status to .rc
-  local h="$1" corpus="$build/corpus/$h" dict=() rc=0
+  local h="$1" corpus="$build/corpus/$h" dict=() limit=(-max_total_time="$seconds") rc=0
   mkdir -p "$corpus" "fuzz/regressions/$h"
   [ -f "fuzz/dict/$h.dict" ] && dict=(-dict="fuzz/dict/$h.dict")
-  "$build/fuzz/${h}_fuzzer" "${common[@]}" -max_len="${max_len[$h]}" -max_total_time="$seconds" \
+  if [ "$ci" = 1 ]; then  # a fresh corpus folder: the same start on every machine
+    rm -rf "$corpus"; mkdir -p "$corpus"
+    limit=(-runs="${ci_runs[$h]}" -seed=1)
+  fi
+  "$build/fuzz/${h}_fuzzer" "${common[@]}" -max_len="${max_len[$h]}" "${limit[@]}" \
     -print_final_stats=1 -artifact_prefix="fuzz/regressions/$h/" "${dict[@]}" \
     "$corpus" "fuzz/corpus/$h" > "$logs/$h.log" 2>&1 || rc=$?
   echo "$rc" > "$logs/$h.rc"

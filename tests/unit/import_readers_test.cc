@@ -79,6 +79,21 @@ TEST_F(ImportReaders, TorchtitanCompileOfTheLossOnlyIsNotModelCompile) {
   EXPECT_TRUE(r->job.training.compile);
 }
 
+// A table header whose key starts with a character no key starts with is bad input at its line, never handed to the
+// TOML parser (which assumes it away); the same characters inside strings and array values are data.
+TEST_F(ImportReaders, TorchtitanTableHeaderWithoutAKeyIsRefusedAtItsLine) {
+  for (const std::string header : {"[,model]", "[#x]", "[", "[[ ;a]]", "[\t{x}]"}) {
+    auto r = Import("h.toml", std::string(kTitanHead) + "[job]\ndescription = \"a\"\n" + header + "\nname = \"x\"\n");
+    ASSERT_FALSE(r.ok()) << header;
+    EXPECT_EQ(r.status().code(), StatusCode::kBadInput) << header;
+    EXPECT_EQ(r.status().location().line, 9) << header << ": " << r.status().ToString();
+  }
+  const std::string data = "[job]\ndescription = \"\"\"\n[,not a header]\n\"\"\"\n# [,comment]\n"
+                           "[compile]\ncomponents = [\n  \"model\",\n]\n[metrics]\nlog_freq = 10\n";
+  auto r = Import("ok.toml", std::string(kTitanHead) + data);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+}
+
 TEST_F(ImportReaders, AccelerateNoIsOneGpu) {
   auto r = Import("a.yaml", "compute_environment: LOCAL_MACHINE\ndistributed_type: 'NO'\nnum_processes: 4\nmixed_precision: bf16\n");
   ASSERT_TRUE(r.ok()) << r.status().ToString();

@@ -43,8 +43,60 @@ Status FlattenToml(const toml::table& t, const std::string& prefix, const std::s
 }
 
 
+namespace {
+
+bool IsTomlBareKeyChar(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+}
+
+// The TOML parser at hand (toml++ 3.3) assumes, without checking, that a table header's first key starts with a
+// bare-key character or a quote; `[,x]` or `[#x]` breaks that assumption (an assertion, or undefined behaviour in a
+// release build). This scan finds table headers the way TOML does (a '[' first on a line, outside every string and
+// every array or inline-table value) and refuses a header whose key starts with anything else, at its line.
+Status CheckTomlTableHeaders(const std::string& text, const std::string& file) {
+  int line = 1, value_depth = 0;
+  bool line_start = true;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') { ++line; line_start = true; continue; }
+    if (c == ' ' || c == '\t' || c == '\r') continue;
+    const bool at_start = line_start;
+    line_start = false;
+    if (c == '#') {  // a comment runs to the end of its line
+      while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
+    } else if (c == '"' || c == '\'') {  // strings: single-line or triple-quoted, escapes only in basic strings
+      const bool multi = text.compare(i, 3, std::string(3, c)) == 0;
+      i += multi ? 3 : 1;
+      for (; i < text.size(); ++i) {
+        if (c == '"' && text[i] == '\\') { if (i + 1 < text.size() && text[i + 1] == '\n') ++line; ++i; continue; }
+        if (text[i] == '\n') { ++line; if (!multi) { line_start = true; break; } }
+        if (text[i] == c && (!multi || text.compare(i, 3, std::string(3, c)) == 0)) { i += multi ? 2 : 0; break; }
+      }
+    } else if (c == '[' && at_start && value_depth == 0) {  // a table header: [key] or [[key]]
+      size_t j = i + 1;
+      if (j < text.size() && text[j] == '[') ++j;
+      while (j < text.size() && (text[j] == ' ' || text[j] == '\t')) ++j;
+      if (j < text.size() && text[j] != ']' && !IsTomlBareKeyChar(text[j]) && text[j] != '"' && text[j] != '\'') {
+        const bool printable = text[j] > ' ' && text[j] < 0x7f;
+        return Bad({file, line, ""}, "cannot parse TOML: a table header's key cannot start with " +
+                                         (printable ? "'" + std::string(1, text[j]) + "'" : std::string("that character")) +
+                                         " (a bare key is letters, digits, '_' and '-'; or quote it)");
+      }
+      while (i + 1 < text.size() && text[i + 1] != '\n' && text[i + 1] != '#' && text[i + 1] != ']') ++i;
+    } else if (c == '[' || c == '{') {
+      ++value_depth;
+    } else if (c == ']' || c == '}') {
+      value_depth = value_depth > 0 ? value_depth - 1 : 0;
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status Importer::ReadTorchtitanInto(const std::string& text, const std::string& file, FlatConfig& cfg) {
   GPUPLAN_RETURN_IF_ERROR(CheckNoNulBytes(text, file));
+  GPUPLAN_RETURN_IF_ERROR(CheckTomlTableHeaders(text, file));
   toml::table tbl;
   try {
     tbl = toml::parse(text, file);

@@ -91,6 +91,9 @@ struct ParallelSpec {
   bool sequence_parallel = false; // Default: false (Megatron SP with TP).
   int zero = 0;                   // Default: 0 (ZeRO stage; 3 = FSDP full shard).
   Offload offload = Offload::kNone;  // Default: none.
+  // Transformer blocks per pipeline stage (size pp, sum = layers), for uneven stages on a mixed pool
+  // (docs/model/pools.md). Default: empty = even (the remainder on the first stages).
+  std::vector<int64_t> layer_split;
 };
 
 struct ClusterSpec {

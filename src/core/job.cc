@@ -20,6 +20,7 @@
 #include <algorithm>
 #include "gpuplan/job_keys.h"
 #include "gpuplan/strings.h"
+#include "gpuplan/yaml_doc.h"
 
 namespace gpuplan {
 
@@ -480,6 +481,17 @@ const std::vector<KeyEntry>& Entries() {
     add("parallel.dp", "dp", "data-parallel size (default num_gpus/(tp*pp*cp))", Int([](Job& j) -> int64_t& { return j.parallel.dp; }, 1, kMaxGpus));
     add("parallel.cp", "cp", "context-parallel size (default 1)", Int([](Job& j) -> int64_t& { return j.parallel.cp; }, 1, 1024));
     add("parallel.vpp", "vpp", "virtual pipeline stages per rank (default 1)", Int([](Job& j) -> int64_t& { return j.parallel.vpp; }, 1, 1024));
+    add("parallel.layer_split", "layer-split", "blocks per pipeline stage, comma list summing to the layers (mixed pools; default even)", [](Job& j, const std::string& s, const Location& w) -> Status {
+      std::vector<int64_t> split;
+      for (const auto& item : SplitList(s)) {
+        auto v = ParseInt(item, w, 1, 1 << 20);
+        if (!v.ok()) return v.status();
+        split.push_back(*v);
+      }
+      if (split.empty()) return Bad(w, "must list the blocks of at least one stage");
+      j.parallel.layer_split = split;
+      return Status::Ok();
+    });
     add("parallel.ep", "ep", "expert-parallel size (default 1)", Int([](Job& j) -> int64_t& { return j.parallel.ep; }, 1, 1 << 16));
     add("parallel.sequence_parallel", "sequence-parallel", "Megatron sequence parallel with tp (default false)", Bool([](Job& j) -> bool& { return j.parallel.sequence_parallel; }));
     add("parallel.zero", "zero", "ZeRO stage 0..3; 3 = FSDP full shard (default 0)", [](Job& j, const std::string& s, const Location& w) -> Status {
@@ -578,7 +590,7 @@ Status SetFromNode(Job& job, const std::string& key, const YAML::Node& value, co
     return WalkMap(job, value, key, file);
   }
   if ((key == "training.lora.targets" || key == "training.fused_ops" || key == "constraints.clouds" || key == "constraints.gpus" ||
-       key == "constraints.precisions") && value.IsSequence()) {
+       key == "constraints.precisions" || key == "parallel.layer_split") && value.IsSequence()) {
     std::string joined;
     for (const auto& item : value) {
       if (!item.IsScalar()) return Bad(At(file, item, key), "expected a list of names");
@@ -720,6 +732,14 @@ Result<YAML::Node> LoadOneDocument(const std::string& text, const std::string& f
 }
 
 }  // namespace
+
+Result<YAML::Node> LoadYamlDocument(const std::string& text, const std::string& file) {
+  GPUPLAN_RETURN_IF_ERROR(CheckNoNulBytes(text, file));
+  GPUPLAN_RETURN_IF_ERROR(CheckNoStrayComma(text, file));
+  return LoadOneDocument(text, file);
+}
+
+Location YamlWhere(const std::string& file, const YAML::Node& n, const std::string& key) { return At(file, n, key); }
 
 const std::vector<JobKey>& JobKeys() {
   static const std::vector<JobKey> keys = [] {
@@ -931,6 +951,15 @@ Status FinalizeJob(Job& job) {
       return Bad(loc(p.vpp > 1 ? "parallel.vpp" : "parallel.pp"), "pp*vpp=" + std::to_string(p.pp * p.vpp) + " exceeds layers=" + std::to_string(a.layers));
   }
   if (p.vpp > 1 && p.pp == 1) return Bad(loc("parallel.vpp"), "interleaving (vpp > 1) needs pp > 1");
+  if (!p.layer_split.empty()) {
+    int64_t sum = 0;
+    for (int64_t n : p.layer_split) sum += n;
+    if (static_cast<int64_t>(p.layer_split.size()) != p.pp)
+      return Bad(loc("parallel.layer_split"), "lists " + std::to_string(p.layer_split.size()) + " stages but parallel.pp is " + std::to_string(p.pp));
+    if (sum != a.layers)
+      return Bad(loc("parallel.layer_split"), "adds up to " + std::to_string(sum) + " blocks but the model has " + std::to_string(a.layers));
+    if (p.vpp > 1) return Bad(loc("parallel.layer_split"), "uneven stages with interleaving (vpp > 1) are not modelled; set parallel.vpp 1");
+  }
   if (t.seq_len % p.cp != 0)
     return Bad(loc("parallel.cp"), "cp=" + std::to_string(p.cp) + " does not divide seq_len=" + std::to_string(t.seq_len));
   if (p.ep > 1 && (!a.IsMoe() || a.experts % p.ep != 0))

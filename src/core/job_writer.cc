@@ -153,6 +153,11 @@ void ParallelClusterKeys(const Job& job, std::map<std::string, std::string>& out
   if (p.dp > 0) out["parallel.dp"] = Int(p.dp);
   out["parallel.cp"] = Int(p.cp);
   if (p.vpp > 1 || job.IsSet("parallel.vpp")) out["parallel.vpp"] = Int(p.vpp);
+  if (!p.layer_split.empty()) {
+    std::string split;
+    for (int64_t n : p.layer_split) split += (split.empty() ? "" : ",") + Int(n);
+    out["parallel.layer_split"] = split;
+  }
   if (p.ep > 1 || job.IsSet("parallel.ep")) out["parallel.ep"] = Int(p.ep);
   out["parallel.sequence_parallel"] = Bool(p.sequence_parallel);
   out["parallel.zero"] = Int(p.zero);

@@ -23,7 +23,7 @@ std::string Lowercase(std::string s) {
 }
 
 struct HardwareRow {
-  std::string gpu, intra, network_kind, framework;
+  std::string gpu, intra, network_kind, framework, precision;
   double network_gbps = 0;
   int64_t gpus_per_node = 0, before = 0, after = 0;
 };
@@ -36,7 +36,7 @@ Result<std::map<std::string, HardwareRow>> ReadHardware(const std::string& path)
     CsvRecord rec(*t, r);
     HardwareRow h;
     h.gpu = rec.Str("gpu"), h.intra = rec.Str("intra_link"), h.network_kind = rec.Str("network_kind");
-    h.framework = rec.Str("framework");
+    h.framework = rec.Str("framework"), h.precision = rec.Str("default_precision");
     for (auto [col, dst] : {std::pair<const char*, int64_t*>{"gpus_per_node", &h.gpus_per_node},
                             {"entries_before_blocks", &h.before}, {"entries_after_blocks", &h.after}}) {
       auto v = ParseInteger(rec.Str(col), {t->file, r.line, col}, 0, 1024);
@@ -93,11 +93,13 @@ std::vector<int64_t> SplitOf(const std::string& system, const std::string& layou
     split.front() -= h.before;
     split.back() -= h.after;
   }
-  // A stage the boundaries leave without a block holds one (the engines need one), taken from its fullest neighbour.
+  // A stage the boundaries leave without a block (DeepSpeed allows one that holds only the embedding) is modelled
+  // with one, taken from the fullest stage: the model's stages hold at least one block.
   for (size_t i = 0; i < split.size(); ++i)
-    if (split[i] < 1) {
-      const size_t from = i + 1 < split.size() && (i == 0 || split[i + 1] >= split[i - 1]) ? i + 1 : i - 1;
-      split[from] -= 1 - split[i], split[i] = 1;
+    while (split[i] < 1) {
+      auto fullest = std::max_element(split.begin(), split.end());
+      if (*fullest <= 1) return why = "more stages than blocks", std::vector<int64_t>{};
+      --*fullest, ++split[i];
     }
   int64_t sum = 0;
   for (int64_t n : split) sum += n;
@@ -174,6 +176,8 @@ Result<PoolValidationReport> ValidatePoolRuns(const std::vector<std::string>& fi
       const int64_t gpus = std::stoll(row.gpu_mix.substr(colon + 1));
       const int64_t layers = std::stoll(rec.Str("layers"));
       const std::string dp = rec.Str("dp").substr(0, rec.Str("dp").find('/'));
+      // A run whose plan file does not state its precision ran at the system's default (hardware.csv).
+      const std::string precision = rec.Str("precision").rfind("not stated", 0) == 0 ? h.precision : rec.Str("precision");
       std::string why;
       const std::vector<int64_t> split = SplitOf(system, rec.Str("layout"), layers, h, why);
       if (split.empty()) {
@@ -187,8 +191,8 @@ Result<PoolValidationReport> ValidatePoolRuns(const std::vector<std::string>& fi
       const std::string job_text =
           "model: {layers: " + Str(layers) + ", hidden: " + rec.Str("hidden") + ", heads: " + rec.Str("heads") +
           ", vocab: " + model->second[0] + ", mlp: " + model->second[1] + ", norm: " + model->second[2] +
-          ", position: " + model->second[3] + "}\ntraining: {seq_len: " + rec.Str("seq_len") + ", micro_batch: " +
-          rec.Str("mbs") + ", global_batch: " + rec.Str("global_batch") + ", precision: " + rec.Str("precision") +
+          ", position: " + model->second[3] + ", max_positions: " + rec.Str("seq_len") + "}\ntraining: {seq_len: " + rec.Str("seq_len") + ", micro_batch: " +
+          rec.Str("mbs") + ", global_batch: " + rec.Str("global_batch") + ", precision: " + precision +
           ", framework: " + h.framework + "}\nparallel: {tp: " + rec.Str("tp") + ", pp: " + rec.Str("pp") + ", dp: " + dp +
           ", layer_split: [" + split_s + "]}\n";
       const std::string pool_text = "groups:\n  - {name: " + Lowercase(label) + ", gpu: " + h.gpu + ", nodes: " +

@@ -118,6 +118,12 @@ struct PoolEstimate {
   std::string not_fit_reason;       // the first part that does not, in words
 };
 
+// MX§2 the job one stage part stands for: the part's card (`g`), network and node size, the layout's tp/cp/dp/pp and
+// micro-batch, and pp stages of `layers` blocks each (a homogeneous job: EstimateStep and EstimateMemoryForStage
+// price it). The planner (pool_plan.cc) calls it directly so its cache prices exactly what EstimateOnPool does.
+Job PartJob(const Job& job, const PoolLayout& l, const PoolGroup& g, int64_t layers, const std::string& network,
+            int64_t gpus_per_node);
+
 // MX§1-§4: every stage part is the homogeneous model of a job whose every stage were that part (same card, tp,
 // blocks, micro-batch); the pipeline runs at m x the slowest stage plus the others' fill and drain; a stage is
 // paced by its slowest card; memory is checked per card. A pool of one type gives the homogeneous estimate.

@@ -155,8 +155,10 @@ const Check kLayoutChecks[] = {
     {[](const EngineCaps& e, const Job& j, int64_t) { return j.parallel.vpp > 1 && !e.vpp; },
      [](const Job& j, int64_t) { return Gap{"interleaved pipeline stages", "parallel.vpp", Str(j.parallel.vpp), "parallel.vpp 1"}; }},
     {[](const EngineCaps& e, const Job& j, int64_t) {
+       // An explicit parallel.layer_split says each stage's blocks: whether the engine takes that list is the
+       // export's question (data/pipeline_splits.csv), not this divisibility.
        const ParallelSpec& q = j.parallel;
-       return (q.vpp > 1 || e.pp == PipelineRule::kEven) && j.arch.layers % (q.pp * q.vpp) != 0;
+       return q.layer_split.empty() && (q.vpp > 1 || e.pp == PipelineRule::kEven) && j.arch.layers % (q.pp * q.vpp) != 0;
      },
      [](const Job& j, int64_t) {
        return Gap{"layers that do not divide into pipeline stages", "model.layers",

@@ -440,6 +440,9 @@ std::vector<Artifact> ExportTorchrun(const LaunchPlan& p) {
   LaunchSpec l{"torchrun", p.script, p.script_args, {}, {}, {}};
   l.notes.push_back("torchrun carries the nodes and processes per node only: the layout (" + LayoutString(p.job) + ") and the batch");
   l.notes.push_back("(micro-batch " + Str(p.job.training.micro_batch) + " x " + Str(p.grad_accum) + " accumulation) are the script's.");
+  if (!EvenLayerSplit(p.job.parallel.layer_split))
+    l.notes.push_back("The script builds uneven pipeline stages: " + LayerSplitText(p.job.parallel.layer_split) +
+                      " blocks (parallel.layer_split), the embedding on the first, the output layer on the last.");
   for (const auto& n : CheckpointNotes(p)) l.notes.push_back(n);
   return {LaunchSh(p, l)};
 }
@@ -648,12 +651,13 @@ std::vector<std::string> BridgeSplitOverrides(const LaunchPlan& p) {
   return o;
 }
 
-// The comment over the split's flags: which stage holds what, and where the rule is read.
-std::string SplitNote(const std::string& engine, const LaunchPlan& p, const std::string& comment) {
+// The comment over the split's flags: which stage holds what, in which keys (`keys`, "" = the engine's own
+// options), and where the rule is read.
+std::string SplitNote(const std::string& engine, const LaunchPlan& p, const std::string& comment, const std::string& keys = "") {
   const SplitForm* f = SplitFormOf(engine, p);
   if (!f) return "";
   std::string s = comment + "Uneven pipeline stages (parallel.layer_split " + LayerSplitText(p.job.parallel.layer_split) +
-                  " blocks; the embedding on the first stage,\n" + comment + "the output layer on the last): " + f->keys + "\n" +
+                  " blocks; the embedding on the first stage,\n" + comment + "the output layer on the last): " + (keys.empty() ? f->keys : keys) + "\n" +
                   comment + "(" + f->source + " @ " + f->commit.substr(0, 7) + (f->min_version.empty() ? "" : "; since " + f->min_version) + ").\n";
   if (engine == "megatron" && !p.engine_version.empty())
     s += comment + "--engine-version " + p.engine_version + ": the split options are checked against that release; the other flags are\n" +
@@ -825,7 +829,10 @@ std::string BridgeFile(const LaunchPlan& p) {
     s += "# Fine-tune from Hugging Face weights: import them once (scripts/conversion/convert.sh import ... --megatron-path DIR)\n"
          "# and add checkpoint.pretrained_checkpoint=DIR (run_recipe.py --pretrained_checkpoint DIR).\n";
   s += MicrobatchGroupNote(p, "model.microbatch_group_size_per_vp_stage");
-  s += SplitNote("megatron", p, "# ");
+  if (const SplitForm* f = SplitFormOf("megatron", p))
+    s += SplitNote("megatron", p, "# ",
+                   f->form == "layout" ? "model.pipeline_model_parallel_layout (block by block)"
+                                       : "model.num_layers_in_first_pipeline_stage / model.num_layers_in_last_pipeline_stage");
   for (const auto& o : BridgeOverrides(p)) s += o + "\n";
   for (const auto& o : BridgeCheckpointOverrides(p)) s += o + "\n";
   return s;

@@ -128,7 +128,7 @@ class Search {
   void CountVectors(int64_t tp, int64_t dp, const std::vector<bool>& allowed);
   void Orders(int64_t tp, int64_t dp, const std::vector<int64_t>& counts);
   // Pricing one family (MX§6.2-§6.3).
-  bool Evaluate(Family& f);
+  bool Evaluate(Family& f, bool count_rejection);
   const PartTime& Time(size_t g, const Family& f, int64_t blocks);
   StageRoom Room(size_t g, const Family& f, int64_t stage);
   double StepOf(const Family& f, const std::vector<int64_t>& split, bool* ok);
@@ -329,8 +329,9 @@ void Search::Orders(int64_t tp, int64_t dp, const std::vector<int64_t>& counts) 
     for (size_t i = 0; i < mbs.size(); ++i) {
       f.mb = mbs[i];
       ++candidates_;
-      // The smallest micro-batch that does not fit rejects the family; a larger one only ends the ladder.
-      if (!Evaluate(f) && i > 0) break;
+      // The smallest micro-batch that does not fit rejects the family; a larger one only ends the ladder (memory
+      // grows with the micro-batch).
+      if (!Evaluate(f, i == 0)) break;
     }
   } while (std::next_permutation(used.begin(), used.end()));
 }
@@ -483,7 +484,7 @@ void Search::RejectMemory(const Family& f, const std::vector<int64_t>& caps, con
 }
 
 // One family at one micro-batch: the rooms, the balanced split, its step. False when it does not fit.
-bool Search::Evaluate(Family& f) {
+bool Search::Evaluate(Family& f, bool count_rejection) {
   std::vector<int64_t> caps(static_cast<size_t>(f.pp));
   std::vector<StageRoom> rooms(caps.size());
   int64_t room = 0;
@@ -495,7 +496,7 @@ bool Search::Evaluate(Family& f) {
     one_each &= caps[s] >= 1;
   }
   if (!one_each || room < base_.arch.layers) {
-    RejectMemory(f, caps, rooms);
+    if (count_rejection) RejectMemory(f, caps, rooms);
     return false;
   }
   std::vector<int64_t> split;
@@ -503,7 +504,7 @@ bool Search::Evaluate(Family& f) {
   double step = ok ? StepOf(f, split, &ok) : 0;
   if (!ok) {
     const PartTime& t = Time(f.stage_group[0], f, 1);
-    rejections_.Add("model", t.why, t.why.empty() ? "the model cannot price a stage of this layout" : t.why);
+    if (count_rejection) rejections_.Add("model", t.why, t.why.empty() ? "the model cannot price a stage of this layout" : t.why);
     return false;
   }
   Improve(f, caps, split, step);
@@ -561,7 +562,7 @@ std::string Search::IdleWhy(const Candidate& c, size_t g, int64_t used) const {
   }
   char buf[200];
   if (better) {
-    std::snprintf(buf, sizeof buf, "slower with them: the best layout using more of them takes %.3f s per step (this plan %.3f s)",
+    std::snprintf(buf, sizeof buf, "using more of them is slower: the best layout that does takes %.3f s per step (this plan %.3f s)",
                   better->step_s, c.step_s);
     return buf;
   }

@@ -20,6 +20,11 @@
 namespace gpuplan {
 namespace {
 
+// Search bounds (MX§6.1), not model constants: every order of up to 4 used groups (the pools have at most
+// four card types), and every node count of a group up to 8 nodes (a coarse ladder above).
+constexpr size_t kMaxPermutedGroups = 4;
+constexpr int64_t kEveryNodeCountUpTo = 8;
+
 std::string Str(int64_t v) { return std::to_string(v); }
 std::string Gib(double bytes) {
   char buf[32];
@@ -246,7 +251,7 @@ std::vector<int64_t> Search::GroupCounts(size_t g, int64_t stage_gpus) const {
   const int64_t nodes = info.cap_gpus / pg.gpus_per_node;
   std::vector<int64_t> ladder;
   for (int64_t n = 1; n <= nodes; ++n)
-    if (n <= 8 || n == nodes || (n & (n - 1)) == 0 || n * 4 % nodes == 0) ladder.push_back(n);
+    if (n <= kEveryNodeCountUpTo || n == nodes || (n & (n - 1)) == 0 || n * 4 % nodes == 0) ladder.push_back(n);
   for (int64_t n : ladder)
     if (n * pg.gpus_per_node % stage_gpus == 0) out.push_back(n * pg.gpus_per_node);
   const int64_t partial = info.cap_gpus / stage_gpus * stage_gpus;
@@ -309,7 +314,11 @@ void Search::Orders(int64_t tp, int64_t dp, const std::vector<int64_t>& counts) 
   for (size_t g = 0; g < counts.size(); ++g)
     if (counts[g] > 0) used.push_back(g);
   const int64_t stage_gpus = tp * base_.parallel.cp * dp;
+  // More groups than kMaxPermutedGroups: the pool's order and its reverse only (5 groups would be 120 orders).
+  const bool all_orders = used.size() <= kMaxPermutedGroups;
+  int orders = 0;
   do {
+    if (!all_orders && ++orders > 2) break;
     // A group given part of a node must be last (ranks fill groups node by node).
     bool ok = true;
     for (size_t i = 0; i + 1 < used.size(); ++i)
@@ -333,7 +342,8 @@ void Search::Orders(int64_t tp, int64_t dp, const std::vector<int64_t>& counts) 
       // grows with the micro-batch).
       if (!Evaluate(f, i == 0)) break;
     }
-  } while (std::next_permutation(used.begin(), used.end()));
+  } while (all_orders ? std::next_permutation(used.begin(), used.end())
+                      : (std::reverse(used.begin(), used.end()), true));
 }
 
 // ---- MX§6.2 pricing a stage part, cached ----

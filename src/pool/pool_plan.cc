@@ -488,9 +488,12 @@ void Search::RejectMemory(const Family& f, const std::vector<int64_t>& caps, con
     reason = "out of memory on " + card + " at any split: one block on stage " + Str(static_cast<int64_t>(worst)) + " needs " +
              Gib(rooms[worst].one_block_bytes) + " per GPU" + where;
   else
-    reason = "out of memory on " + card + " at any split: " + Str(layers) + " blocks over " + Str(f.pp) + " stages need " +
+    reason = "out of memory on " + card + " at any split: " + Str(layers) + " blocks over " + Str(f.pp) + (f.pp == 1 ? " stage need " : " stages need ") +
              Str((layers + f.pp - 1) / f.pp) + " per stage; a stage on it holds at most " + Str(caps[worst]) + where;
-  rejections_.Add("memory", pg.name, reason, static_cast<double>(room) / static_cast<double>(layers));
+  // Closest to fitting: the most blocks held per block needed; when a stage cannot hold one, the least need per budget.
+  double score = static_cast<double>(room) / static_cast<double>(layers);
+  if (caps[worst] < 1) score = -rooms[worst].one_block_bytes / info.budget_bytes;
+  rejections_.Add("memory", pg.name, reason, score);
 }
 
 // One family at one micro-batch: the rooms, the balanced split, its step. False when it does not fit.

@@ -82,7 +82,9 @@ TEST(PoolPlanProperty, PlansRespectTheGroupsAndTheirSplitIsBalanced) {
         EXPECT_LE(used[g], opt.group_gpus[g]) << "seed " << seed << "\n" << c.text;
         total += used[g];
       }
-      if (opt.max_gpus > 0) EXPECT_LE(total, opt.max_gpus) << "seed " << seed;
+      if (opt.max_gpus > 0) {
+        EXPECT_LE(total, opt.max_gpus) << "seed " << seed;
+      }
       EXPECT_EQ(total, l.Gpus());
     }
     if (r->plans.empty()) continue;

@@ -133,8 +133,17 @@ class Search {
   void CountVectors(int64_t tp, int64_t dp, const std::vector<bool>& allowed);
   void Orders(int64_t tp, int64_t dp, const std::vector<int64_t>& counts);
   // Pricing one family (MX§6.2-§6.3).
-  bool Evaluate(Family& f, bool count_rejection);
+  enum class Fit { kNo, kAtRoom, kFree };  // kFree: no stage of the split is at its memory room
+  Fit Evaluate(Family& f, bool count_rejection);
   const PartTime& Time(size_t g, const Family& f, int64_t blocks);
+  // The layout's own table of part times by (group, blocks), filled from the cache on first use.
+  const PartTime& At(const Family& f, size_t g, int64_t blocks) {
+    std::vector<const PartTime*>& row = table_[g];
+    if (static_cast<int64_t>(row.size()) <= blocks) row.resize(static_cast<size_t>(blocks) + 1, nullptr);
+    const PartTime*& t = row[static_cast<size_t>(blocks)];
+    if (!t) t = &Time(g, f, blocks);
+    return *t;
+  }
   StageRoom Room(size_t g, const Family& f, int64_t stage);
   double StepOf(const Family& f, const std::vector<int64_t>& split, bool* ok);
   bool Balance(Family& f, const std::vector<int64_t>& caps, std::vector<int64_t>& split);
@@ -156,6 +165,8 @@ class Search {
   std::unordered_map<Key, PartTime, KeyHash> times_;
   std::unordered_map<Key, StageRoom, KeyHash> rooms_;
   std::vector<Candidate> found_;
+  std::vector<std::vector<const PartTime*>> table_;
+  std::vector<const PartTime*> step_parts_;  // StepOf's scratch  // per group: the current layout's part times by blocks
   Rejections rejections_;
   int64_t candidates_ = 0;
 };
@@ -307,43 +318,54 @@ void Search::CountVectors(int64_t tp, int64_t dp, const std::vector<bool>& allow
   }
 }
 
-// Every order of the used groups along the pipeline (at most 4! for four groups), each micro-batch from the smallest
-// up until memory stops it.
+// Every order of the used groups along the pipeline (at most 4! for four groups) at each micro-batch from the
+// smallest up until memory stops it. The step of a split does not depend on the order (a part's time does not depend
+// on its position), only the memory room does: when the first order that fits balanced without any stage at its room,
+// no other order can do better, and the rest are skipped (they would be the same plan).
 void Search::Orders(int64_t tp, int64_t dp, const std::vector<int64_t>& counts) {
   std::vector<size_t> used;
   for (size_t g = 0; g < counts.size(); ++g)
     if (counts[g] > 0) used.push_back(g);
   const int64_t stage_gpus = tp * base_.parallel.cp * dp;
   // More groups than kMaxPermutedGroups: the pool's order and its reverse only (5 groups would be 120 orders).
-  const bool all_orders = used.size() <= kMaxPermutedGroups;
-  int orders = 0;
-  do {
-    if (!all_orders && ++orders > 2) break;
+  std::vector<std::vector<size_t>> all;
+  if (used.size() > kMaxPermutedGroups) {
+    all = {used, std::vector<size_t>(used.rbegin(), used.rend())};
+  } else {
+    std::vector<size_t> order = used;
+    do all.push_back(order);
+    while (std::next_permutation(order.begin(), order.end()));
+  }
+  std::vector<std::vector<size_t>> orders;
+  for (const std::vector<size_t>& order : all) {
     // A group given part of a node must be last (ranks fill groups node by node).
     bool ok = true;
-    for (size_t i = 0; i + 1 < used.size(); ++i)
-      ok &= counts[used[i]] % pool_.groups[used[i]].gpus_per_node == 0;
-    if (!ok) continue;
-    Family f;
-    f.tp = tp, f.dp = dp;
-    for (size_t g : used) {
-      f.order.push_back(g), f.gpus.push_back(counts[g]);
-      for (int64_t s = 0; s < counts[g] / stage_gpus; ++s) f.stage_group.push_back(g);
-    }
-    f.pp = static_cast<int64_t>(f.stage_group.size());
-    const std::vector<int64_t> mbs = MicroBatches(dp);
-    if (mbs.empty())
-      rejections_.Add("batch", Str(dp), "micro-batch " + Str(base_.training.micro_batch) + " does not divide the per-replica batch " +
-                                            Str(base_.training.global_batch / dp) + " at dp " + Str(dp));
-    for (size_t i = 0; i < mbs.size(); ++i) {
-      f.mb = mbs[i];
+    for (size_t i = 0; i + 1 < order.size(); ++i) ok &= counts[order[i]] % pool_.groups[order[i]].gpus_per_node == 0;
+    if (ok) orders.push_back(order);
+  }
+  const std::vector<int64_t> mbs = MicroBatches(dp);
+  if (mbs.empty())
+    rejections_.Add("batch", Str(dp), "micro-batch " + Str(base_.training.micro_batch) + " does not divide the per-replica batch " +
+                                          Str(base_.training.global_batch / dp) + " at dp " + Str(dp));
+  for (size_t i = 0; i < mbs.size(); ++i) {
+    bool any_fit = false;
+    for (const std::vector<size_t>& o : orders) {
+      Family f;
+      f.tp = tp, f.dp = dp, f.mb = mbs[i];
+      for (size_t g : o) {
+        f.order.push_back(g), f.gpus.push_back(counts[g]);
+        for (int64_t st = 0; st < counts[g] / stage_gpus; ++st) f.stage_group.push_back(g);
+      }
+      f.pp = static_cast<int64_t>(f.stage_group.size());
       ++candidates_;
-      // The smallest micro-batch that does not fit rejects the family; a larger one only ends the ladder (memory
-      // grows with the micro-batch).
-      if (!Evaluate(f, i == 0)) break;
+      // The smallest micro-batch that does not fit rejects the layout; a larger one only ends the ladder (memory grows
+      // with the micro-batch).
+      const Fit fit = Evaluate(f, i == 0);
+      any_fit |= fit != Fit::kNo;
+      if (fit == Fit::kFree) break;
     }
-  } while (all_orders ? std::next_permutation(used.begin(), used.end())
-                      : (std::reverse(used.begin(), used.end()), true));
+    if (!any_fit) break;
+  }
 }
 
 // ---- MX§6.2 pricing a stage part, cached ----
@@ -401,9 +423,10 @@ StageRoom Search::Room(size_t g, const Family& f, int64_t stage) {
 // work after the last micro-batch of the stage with the most of it.
 double Search::StepOf(const Family& f, const std::vector<int64_t>& split, bool* ok) {
   size_t slow = 0, last = 0;
-  std::vector<const PartTime*> t(split.size());
+  std::vector<const PartTime*>& t = step_parts_;
+  t.resize(split.size());
   for (size_t s = 0; s < split.size(); ++s) {
-    t[s] = &Time(f.stage_group[s], f, split[s]);
+    t[s] = &At(f, f.stage_group[s], split[s]);
     if (!t[s]->ok) {
       *ok = false;
       return 0;
@@ -429,9 +452,9 @@ bool Search::Balance(Family& f, const std::vector<int64_t>& caps, std::vector<in
     double best_t = 0, best_inc = 0;
     for (size_t s = 0; s < split.size(); ++s) {
       if (split[s] >= caps[s]) continue;
-      const PartTime& next = Time(f.stage_group[s], f, split[s] + 1);
+      const PartTime& next = At(f, f.stage_group[s], split[s] + 1);
       if (!next.ok) continue;
-      const double inc = next.microbatch_s - Time(f.stage_group[s], f, split[s]).microbatch_s;
+      const double inc = next.microbatch_s - At(f, f.stage_group[s], split[s]).microbatch_s;
       if (best == split.size() || next.microbatch_s < best_t || (next.microbatch_s == best_t && inc < best_inc))
         best = s, best_t = next.microbatch_s, best_inc = inc;
     }
@@ -446,12 +469,18 @@ bool Search::Balance(Family& f, const std::vector<int64_t>& caps, std::vector<in
 // giver and one with memory room per class as the taker: every move between groups, in a few evaluations.
 void Search::Improve(Family& f, const std::vector<int64_t>& caps, std::vector<int64_t>& split, double& step) {
   if (f.order.size() < 2) return;
+  std::vector<std::pair<std::pair<size_t, int64_t>, size_t>> givers, takers;  // (group, blocks) -> one stage
+  auto add = [](std::vector<std::pair<std::pair<size_t, int64_t>, size_t>>& v, std::pair<size_t, int64_t> cls, size_t s) {
+    for (const auto& [c, _] : v)
+      if (c == cls) return;
+    v.push_back({cls, s});
+  };
   for (int64_t round = 0; round < base_.arch.layers; ++round) {
-    std::map<std::pair<size_t, int64_t>, size_t> givers, takers;
+    givers.clear(), takers.clear();
     for (size_t s = 0; s < split.size(); ++s) {
       const std::pair<size_t, int64_t> cls{f.stage_group[s], split[s]};
-      if (split[s] > 1) givers.emplace(cls, s);
-      if (split[s] < caps[s]) takers.emplace(cls, s);
+      if (split[s] > 1) add(givers, cls, s);
+      if (split[s] < caps[s]) add(takers, cls, s);
     }
     double best = step;
     size_t from = 0, to = 0;
@@ -497,7 +526,8 @@ void Search::RejectMemory(const Family& f, const std::vector<int64_t>& caps, con
 }
 
 // One family at one micro-batch: the rooms, the balanced split, its step. False when it does not fit.
-bool Search::Evaluate(Family& f, bool count_rejection) {
+Search::Fit Search::Evaluate(Family& f, bool count_rejection) {
+  table_.assign(pool_.groups.size(), {});
   std::vector<int64_t> caps(static_cast<size_t>(f.pp));
   std::vector<StageRoom> rooms(caps.size());
   int64_t room = 0;
@@ -510,7 +540,7 @@ bool Search::Evaluate(Family& f, bool count_rejection) {
   }
   if (!one_each || room < base_.arch.layers) {
     if (count_rejection) RejectMemory(f, caps, rooms);
-    return false;
+    return Fit::kNo;
   }
   std::vector<int64_t> split;
   bool ok = Balance(f, caps, split);
@@ -518,9 +548,11 @@ bool Search::Evaluate(Family& f, bool count_rejection) {
   if (!ok) {
     const PartTime& t = Time(f.stage_group[0], f, 1);
     if (count_rejection) rejections_.Add("model", t.why, t.why.empty() ? "the model cannot price a stage of this layout" : t.why);
-    return false;
+    return Fit::kNo;
   }
   Improve(f, caps, split, step);
+  bool at_room = false;
+  for (size_t s = 0; s < split.size(); ++s) at_room |= split[s] >= caps[s];
   Candidate c;
   c.order = f.order, c.gpus = f.gpus, c.tp = f.tp, c.dp = f.dp, c.pp = f.pp, c.micro_batch = f.mb;
   c.split = split;
@@ -530,7 +562,7 @@ bool Search::Evaluate(Family& f, bool count_rejection) {
     c.cost_per_hour += price ? *price * static_cast<double>(c.gpus[i]) : std::numeric_limits<double>::infinity();
   }
   found_.push_back(std::move(c));
-  return true;
+  return at_room ? Fit::kAtRoom : Fit::kFree;
 }
 
 // ---- plans ----

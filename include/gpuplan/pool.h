@@ -72,6 +72,10 @@ struct PoolLayout {
 // Bad input when the pool is too small, a split does not add up, or a tensor-parallel group would span two nodes.
 Result<PoolLayout> LayoutFromJob(const Job& job, const Pool& pool);
 
+// A job read without FinalizeJob, finalized for a pool: dp and num_gpus from LayoutFromJob, the first group's GPU
+// and node size as the job's own (what the checks of FinalizeJob read). Planners pass the unpinned job the same way.
+Result<Job> FinalizeJobForPool(Job job, const Pool& pool);
+
 // The cards of one group that one pipeline stage holds.
 struct StagePart {
   size_t group = 0;                 // pool group index

@@ -8,6 +8,8 @@
 #include "commands.h"
 #include "ledger_flags.h"
 #include "gpuplan/report.h"
+#include "gpuplan/pool_report.h"
+#include "gpuplan/pool_validation.h"
 #include "gpuplan/serving_validation.h"
 
 namespace gpuplan::cli {
@@ -27,6 +29,8 @@ const std::vector<FlagSpec> kValidateFlags = {
     {"serving-loso", true, "per-source serving constants (data/serving_loso_fits.csv, from tools/fit_serving.py): serving rows also predicted leave-one-source-out"},
     {"model-configs", true, "folder of Hugging Face config.json files for serving rows whose model has no preset; repeatable"},
     {"serving-csv", true, "write every compared serving number as CSV here (tools/fit_serving.py reads it)"},
+    {"pool-hardware", true, "mixed-pool runs: the hardware each run names (default validation/pools/hardware.csv)"},
+    {"pool-models", true, "mixed-pool runs: the models they train (default validation/pools/models.csv)"},
     {"help", false, "this help"},
 };
 
@@ -60,12 +64,44 @@ Result<std::string> ValidateServingFiles(const Args& args, const std::vector<std
 }
 }  // namespace
 
+namespace {
+// `estimate JOB --pool POOL.yaml`: the pinned layout over the pool's groups (docs/model/pools.md MX§1-§5).
+int EstimateOnPoolCommand(const Args& args, Format format) {
+  const bool json = format == Format::kJson;
+  for (const char* flag : {"ledger", "ops"})
+    if (args.Has(flag))
+      return Fail(Status::BadInput({"command line", 0, std::string("--") + flag}, "not available with --pool"), json);
+  auto ctx = LoadContext(args, /*finalize_job=*/false);
+  if (!ctx.ok()) return Fail(ctx.status(), json);
+  auto pool = LoadPoolFile(args.Get("pool"), ctx->catalog);
+  if (!pool.ok()) return Fail(pool.status(), json);
+  auto job = FinalizeJobForPool(ctx->job, *pool);
+  if (!job.ok()) return Fail(job.status(), json);
+  auto layout = LayoutFromJob(*job, *pool);
+  if (!layout.ok()) return Fail(layout.status(), json);
+  auto est = EstimateOnPool(*job, *pool, *layout, ctx->catalog, ctx->cal);
+  if (!est.ok()) return Fail(est.status(), json);
+  if (json) {
+    nlohmann::json out = PoolEstimateToJson(*pool, *est);
+    if (!est->fits) out["error"] = ErrorToJson(Status::Infeasible(est->not_fit_reason))["error"];
+    std::printf("%s\n", DumpJson(out).c_str());
+  } else {
+    const std::string text = PoolEstimateToText(*pool, *est, format == Format::kMarkdown);
+    if (format == Format::kMarkdown) std::printf("%s", text.c_str());
+    else PrintFitted(text);
+    if (!est->fits) std::fprintf(stderr, "gpuplan: %s: does not fit: %s\n", args.Get("pool").c_str(), est->not_fit_reason.c_str());
+  }
+  return est->fits ? 0 : 2;
+}
+}  // namespace
+
 int CmdEstimate(const std::vector<std::string>& argv) {
   const bool json = WantsJson(argv);
   static const std::vector<FlagSpec> flags = [] {
     std::vector<FlagSpec> f = JobCommandFlags();
     for (auto& l : LedgerFlags()) f.push_back(l);
     f.push_back({"ops", false, "also print one layer's ops (FLOPs, HBM bytes, kernels, forward/backward time; JSON: \"ops\")"});
+    f.push_back({"pool", true, "POOL.yaml: the job over a mixed pool (groups of cards; docs/model/pools.md): stages, cards, time, cost"});
     return f;
   }();
   auto args = ParseArgs(argv, flags, true);
@@ -79,6 +115,7 @@ int CmdEstimate(const std::vector<std::string>& argv) {
   if (Status st = RefuseServingFlags(*args, "estimate"); !st.ok()) return Fail(st, json);
   auto format = GetFormat(*args);
   if (!format.ok()) return Fail(format.status(), json);
+  if (args->Has("pool")) return EstimateOnPoolCommand(*args, *format);
   auto ctx = LoadContext(*args);
   if (!ctx.ok()) return Fail(ctx.status(), json);
   std::vector<CalibrationOverride> measured;
@@ -145,14 +182,35 @@ int CmdValidate(const std::vector<std::string>& argv) {
     loso = std::move(fits.value());
   }
   // Serving files go through the serving model; the rest is the training report, unchanged.
-  std::vector<std::string> serving_files, training_files;
-  for (const auto& p : args->positional)
-    (DetectServingFile(p) != ServingFileKind::kNone ? serving_files : training_files).push_back(p);
+  std::vector<std::string> serving_files, training_files, pool_files;
+  for (const auto& p : args->positional) {
+    auto table = ReadCsvFile(p);
+    if (table.ok() && IsPoolRunsFile(*table)) pool_files.push_back(p);
+    else (DetectServingFile(p) != ServingFileKind::kNone ? serving_files : training_files).push_back(p);
+  }
   std::string serving_md;
+  // Mixed-pool runs (docs/model/pools.md): their own section, after the serving one.
+  if (!pool_files.empty()) {
+    auto pools = ValidatePoolRuns(pool_files, args->Get("pool-hardware", "validation/pools/hardware.csv"),
+                                  args->Get("pool-models", "validation/pools/models.csv"), *catalog, *cal);
+    if (!pools.ok()) return Fail(pools.status());
+    const std::string md = PoolValidationToMarkdown(*pools);
+    if (training_files.empty() && serving_files.empty()) {
+      std::printf("%s", md.c_str());
+      const std::string out = args->Get("write", "-");
+      if (out == "-") return 0;
+      std::ofstream f(out);
+      if (!f) return Fail(Status::BadInput({"command line", 0, "--write"}, "cannot write '" + out + "'"));
+      f << "# Mixed-pool validation\n\n" << md;
+      std::printf("wrote %s\n", out.c_str());
+      return 0;
+    }
+    serving_md += (serving_md.empty() ? "" : "\n") + md;
+  }
   if (!serving_files.empty()) {
     auto md = ValidateServingFiles(*args, serving_files, *catalog, *cal);
     if (!md.ok()) return Fail(md.status());
-    serving_md = *md;
+    serving_md = *md + (serving_md.empty() ? "" : "\n" + serving_md);
   }
   if (training_files.empty()) {
     const std::string out = args->Get("write", "-");
@@ -180,9 +238,13 @@ int CmdValidate(const std::vector<std::string>& argv) {
     if (!serving_md.empty()) {
       // A pointer under the page's first paragraph: the serving section follows the training tables.
       const size_t first = page.find("\n\n", page.find("\n\n") + 2);
+      const bool serving = !serving_files.empty(), pools = !pool_files.empty();
       if (first != std::string::npos)
-        page.insert(first, "\n\nServed runs (latency, throughput, KV capacity of inference engines) are in [Serving](#serving) at the "
-                           "end of this page.");
+        page.insert(first, std::string("\n\n") +
+                               (serving ? "Served runs (latency, throughput, KV capacity of inference engines) are in [Serving](#serving)" : "") +
+                               (serving && pools ? "; runs" : pools ? "Runs" : "") +
+                               (pools ? " with pinned stage layouts (mixed pools, uneven stages) are in [Mixed pools](#mixed-pools)" : "") +
+                               " at the end of this page.");
       page += "\n" + serving_md;
     }
     f << page;

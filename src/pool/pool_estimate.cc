@@ -73,6 +73,17 @@ Result<PoolLayout> LayoutFromJob(const Job& job, const Pool& pool) {
   return l;
 }
 
+Result<Job> FinalizeJobForPool(Job job, const Pool& pool) {
+  auto layout = LayoutFromJob(job, pool);
+  if (!layout.ok()) return layout.status();
+  job.parallel.dp = layout->dp;
+  job.cluster.num_gpus = layout->Gpus();
+  if (!job.IsSet("cluster.gpu")) job.cluster.gpu = pool.groups[layout->order.front()].gpu;
+  if (!job.IsSet("cluster.gpus_per_node")) job.cluster.gpus_per_node = pool.groups[layout->order.front()].gpus_per_node;
+  GPUPLAN_RETURN_IF_ERROR(FinalizeJob(job));
+  return job;
+}
+
 // MX§2 the job one stage part stands for: the part's card, network and node size, pp stages of `layers` blocks each.
 Job PartJob(const Job& job, const PoolLayout& l, const PoolGroup& g, int64_t layers, const std::string& network,
             int64_t gpus_per_node) {
@@ -138,7 +149,8 @@ Result<PoolEstimate> EstimateOnPool(const Job& job, const Pool& pool, const Pool
       if (!e.feasible) return Status::BadInput(g.where, e.infeasible_reason);
       StagePart part;
       part.group = gi, part.gpus = n, part.replicas = std::max<int64_t>(1, n / (l.tp * l.cp));
-      const StepBreakdown& b = e.breakdown;
+      StepBreakdown b = e.breakdown;
+      if (s != l.pp - 1) b.compute_s -= e.head_compute_s;  // the output layer is the last stage's alone (P§1)
       part.microbatch_s = (b.compute_s + b.tp_comm_s + b.cp_comm_s + b.ep_comm_s) / static_cast<double>(e.grad_accum);
       part.memory = EstimateMemoryForStage(pj, static_cast<int>(s), cal, false);
       part.capacity_bytes = hw->gpu.memory_bytes;

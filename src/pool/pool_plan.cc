@@ -12,6 +12,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <tuple>
 #include <unordered_map>
 
 #include "gpuplan/engines.h"
@@ -48,7 +49,7 @@ struct KeyHash {
   }
 };
 
-// One stage part's time, as EstimateOnPool folds it (MX§3).
+// One stage part's time, as EstimateOnPool folds it (MX§3): the output layer's compute on the last stage only.
 struct PartTime {
   bool ok = false;
   std::string why;             // EstimateStep's reason when it cannot price the part
@@ -135,13 +136,13 @@ class Search {
   // Pricing one family (MX§6.2-§6.3).
   enum class Fit { kNo, kAtRoom, kFree };  // kFree: no stage of the split is at its memory room
   Fit Evaluate(Family& f, bool count_rejection);
-  const PartTime& Time(size_t g, const Family& f, int64_t blocks);
-  // The layout's own table of part times by (group, blocks), filled from the cache on first use.
-  const PartTime& At(const Family& f, size_t g, int64_t blocks) {
-    std::vector<const PartTime*>& row = table_[g];
+  const PartTime& Time(size_t g, const Family& f, int64_t blocks, bool last);
+  // The layout's own table of part times by (group, last stage or not, blocks), filled from the cache on first use.
+  const PartTime& At(const Family& f, size_t g, int64_t blocks, bool last) {
+    std::vector<const PartTime*>& row = table_[2 * g + (last ? 1 : 0)];
     if (static_cast<int64_t>(row.size()) <= blocks) row.resize(static_cast<size_t>(blocks) + 1, nullptr);
     const PartTime*& t = row[static_cast<size_t>(blocks)];
-    if (!t) t = &Time(g, f, blocks);
+    if (!t) t = &Time(g, f, blocks, last);
     return *t;
   }
   StageRoom Room(size_t g, const Family& f, int64_t stage);
@@ -319,9 +320,9 @@ void Search::CountVectors(int64_t tp, int64_t dp, const std::vector<bool>& allow
 }
 
 // Every order of the used groups along the pipeline (at most 4! for four groups) at each micro-batch from the
-// smallest up until memory stops it. The step of a split does not depend on the order (a part's time does not depend
-// on its position), only the memory room does: when the first order that fits balanced without any stage at its room,
-// no other order can do better, and the rest are skipped (they would be the same plan).
+// smallest up until memory stops it. A part's time depends on its position only through the output layer (the last
+// stage's), and its memory room on the position: when an order balances without any stage at its room, no other order
+// ending on the same group can do better, and those are skipped (they would be the same plan).
 void Search::Orders(int64_t tp, int64_t dp, const std::vector<int64_t>& counts) {
   std::vector<size_t> used;
   for (size_t g = 0; g < counts.size(); ++g)
@@ -349,7 +350,9 @@ void Search::Orders(int64_t tp, int64_t dp, const std::vector<int64_t>& counts) 
                                           Str(base_.training.global_batch / dp) + " at dp " + Str(dp));
   for (size_t i = 0; i < mbs.size(); ++i) {
     bool any_fit = false;
+    std::vector<size_t> settled;  // last groups of orders that balanced with room to spare
     for (const std::vector<size_t>& o : orders) {
+      if (std::find(settled.begin(), settled.end(), o.back()) != settled.end()) continue;
       Family f;
       f.tp = tp, f.dp = dp, f.mb = mbs[i];
       for (size_t g : o) {
@@ -362,7 +365,7 @@ void Search::Orders(int64_t tp, int64_t dp, const std::vector<int64_t>& counts) 
       // with the micro-batch).
       const Fit fit = Evaluate(f, i == 0);
       any_fit |= fit != Fit::kNo;
-      if (fit == Fit::kFree) break;
+      if (fit == Fit::kFree) settled.push_back(o.back());
     }
     if (!any_fit) break;
   }
@@ -370,8 +373,8 @@ void Search::Orders(int64_t tp, int64_t dp, const std::vector<int64_t>& counts) 
 
 // ---- MX§6.2 pricing a stage part, cached ----
 
-const PartTime& Search::Time(size_t g, const Family& f, int64_t blocks) {
-  const Key key{static_cast<int64_t>(g), f.tp, f.dp, f.pp, blocks, f.mb, 0};
+const PartTime& Search::Time(size_t g, const Family& f, int64_t blocks, bool last) {
+  const Key key{static_cast<int64_t>(g), f.tp, f.dp, f.pp, blocks, f.mb, last ? 1 : 0};
   auto it = times_.find(key);
   if (it != times_.end()) return it->second;
   PoolLayout l;
@@ -382,7 +385,8 @@ const PartTime& Search::Time(size_t g, const Family& f, int64_t blocks) {
   PartTime t;
   t.ok = e.feasible;
   t.why = e.infeasible_reason;
-  const StepBreakdown& b = e.breakdown;
+  StepBreakdown b = e.breakdown;
+  if (!last) b.compute_s -= e.head_compute_s;  // the output layer is the last stage's alone (P§1)
   const double m = static_cast<double>(e.grad_accum);
   t.micro_batches = m;
   t.microbatch_s = (b.compute_s + b.tp_comm_s + b.cp_comm_s + b.ep_comm_s) / m;
@@ -426,7 +430,7 @@ double Search::StepOf(const Family& f, const std::vector<int64_t>& split, bool* 
   std::vector<const PartTime*>& t = step_parts_;
   t.resize(split.size());
   for (size_t s = 0; s < split.size(); ++s) {
-    t[s] = &At(f, f.stage_group[s], split[s]);
+    t[s] = &At(f, f.stage_group[s], split[s], s + 1 == split.size());
     if (!t[s]->ok) {
       *ok = false;
       return 0;
@@ -452,9 +456,10 @@ bool Search::Balance(Family& f, const std::vector<int64_t>& caps, std::vector<in
     double best_t = 0, best_inc = 0;
     for (size_t s = 0; s < split.size(); ++s) {
       if (split[s] >= caps[s]) continue;
-      const PartTime& next = At(f, f.stage_group[s], split[s] + 1);
+      const bool last = s + 1 == split.size();
+      const PartTime& next = At(f, f.stage_group[s], split[s] + 1, last);
       if (!next.ok) continue;
-      const double inc = next.microbatch_s - At(f, f.stage_group[s], split[s]).microbatch_s;
+      const double inc = next.microbatch_s - At(f, f.stage_group[s], split[s], last).microbatch_s;
       if (best == split.size() || next.microbatch_s < best_t || (next.microbatch_s == best_t && inc < best_inc))
         best = s, best_t = next.microbatch_s, best_inc = inc;
     }
@@ -465,12 +470,15 @@ bool Search::Balance(Family& f, const std::vector<int64_t>& caps, std::vector<in
 }
 
 // Single-block moves between groups while the step (the full fold, not only the pace) gets shorter. The step depends
-// only on how many stages of each group hold how many blocks, so one stage per (group, blocks) class is tried as the
-// giver and one with memory room per class as the taker: every move between groups, in a few evaluations.
+// only on how many stages of each group hold how many blocks and on the last stage (the output layer's), so one stage
+// per (group, last, blocks) class is tried as the giver and one with memory room per class as the taker: every move
+// between groups, in a few evaluations.
 void Search::Improve(Family& f, const std::vector<int64_t>& caps, std::vector<int64_t>& split, double& step) {
   if (f.order.size() < 2) return;
-  std::vector<std::pair<std::pair<size_t, int64_t>, size_t>> givers, takers;  // (group, blocks) -> one stage
-  auto add = [](std::vector<std::pair<std::pair<size_t, int64_t>, size_t>>& v, std::pair<size_t, int64_t> cls, size_t s) {
+  // (group, last stage or not, blocks) -> one stage of that class
+  using Class = std::tuple<size_t, bool, int64_t>;
+  std::vector<std::pair<Class, size_t>> givers, takers;
+  auto add = [](std::vector<std::pair<Class, size_t>>& v, Class cls, size_t s) {
     for (const auto& [c, _] : v)
       if (c == cls) return;
     v.push_back({cls, s});
@@ -478,7 +486,7 @@ void Search::Improve(Family& f, const std::vector<int64_t>& caps, std::vector<in
   for (int64_t round = 0; round < base_.arch.layers; ++round) {
     givers.clear(), takers.clear();
     for (size_t s = 0; s < split.size(); ++s) {
-      const std::pair<size_t, int64_t> cls{f.stage_group[s], split[s]};
+      const Class cls{f.stage_group[s], s + 1 == split.size(), split[s]};
       if (split[s] > 1) add(givers, cls, s);
       if (split[s] < caps[s]) add(takers, cls, s);
     }
@@ -486,7 +494,7 @@ void Search::Improve(Family& f, const std::vector<int64_t>& caps, std::vector<in
     size_t from = 0, to = 0;
     for (const auto& [gc, i] : givers)
       for (const auto& [tc, j] : takers) {
-        if (gc.first == tc.first) continue;
+        if (std::get<0>(gc) == std::get<0>(tc)) continue;
         --split[i], ++split[j];
         bool ok = false;
         const double t = StepOf(f, split, &ok);
@@ -527,7 +535,7 @@ void Search::RejectMemory(const Family& f, const std::vector<int64_t>& caps, con
 
 // One family at one micro-batch: the rooms, the balanced split, its step. False when it does not fit.
 Search::Fit Search::Evaluate(Family& f, bool count_rejection) {
-  table_.assign(pool_.groups.size(), {});
+  table_.assign(2 * pool_.groups.size(), {});
   std::vector<int64_t> caps(static_cast<size_t>(f.pp));
   std::vector<StageRoom> rooms(caps.size());
   int64_t room = 0;
@@ -546,7 +554,7 @@ Search::Fit Search::Evaluate(Family& f, bool count_rejection) {
   bool ok = Balance(f, caps, split);
   double step = ok ? StepOf(f, split, &ok) : 0;
   if (!ok) {
-    const PartTime& t = Time(f.stage_group[0], f, 1);
+    const PartTime& t = Time(f.stage_group[0], f, 1, f.pp == 1);
     if (count_rejection) rejections_.Add("model", t.why, t.why.empty() ? "the model cannot price a stage of this layout" : t.why);
     return Fit::kNo;
   }

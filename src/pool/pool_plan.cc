@@ -165,7 +165,10 @@ class Search {
   int64_t max_gpus_ = 0;
   std::unordered_map<Key, PartTime, KeyHash> times_;
   std::unordered_map<Key, StageRoom, KeyHash> rooms_;
-  std::vector<Candidate> found_;
+  void Keep(Candidate c);
+  std::vector<Candidate> found_;  // the fastest candidates (bounded: Keep)
+  // The fastest step among candidates that give group g exactly n GPUs: the idle cards' reasons.
+  std::map<std::pair<size_t, int64_t>, double> best_by_count_;
   std::vector<std::vector<const PartTime*>> table_;
   std::vector<const PartTime*> step_parts_;  // StepOf's scratch  // per group: the current layout's part times by blocks
   Rejections rejections_;
@@ -569,11 +572,32 @@ Search::Fit Search::Evaluate(Family& f, bool count_rejection) {
     const auto& price = pool_.groups[c.order[i]].price_per_gpu_hour;
     c.cost_per_hour += price ? *price * static_cast<double>(c.gpus[i]) : std::numeric_limits<double>::infinity();
   }
-  found_.push_back(std::move(c));
+  Keep(std::move(c));
   return at_room ? Fit::kAtRoom : Fit::kFree;
 }
 
 // ---- plans ----
+
+// Candidates are kept by step (then cost) up to kKeptPerPlan x top (room for the orders of one plan that Finish folds
+// into one); every candidate still counts into the per-group bests behind the idle cards' reasons.
+constexpr int64_t kKeptPerPlan = 32;
+bool Faster(const Candidate& a, const Candidate& b) {
+  if (a.step_s != b.step_s) return a.step_s < b.step_s;
+  return a.cost_per_hour < b.cost_per_hour;
+}
+
+void Search::Keep(Candidate c) {
+  for (size_t i = 0; i < c.order.size(); ++i) {
+    auto [it, fresh] = best_by_count_.emplace(std::make_pair(c.order[i], c.gpus[i]), c.step_s);
+    if (!fresh) it->second = std::min(it->second, c.step_s);
+  }
+  const size_t keep = static_cast<size_t>(std::max<int64_t>(1, options_.top) * kKeptPerPlan);
+  found_.push_back(std::move(c));
+  if (found_.size() >= 2 * keep) {
+    std::stable_sort(found_.begin(), found_.end(), Faster);
+    found_.resize(keep);
+  }
+}
 
 Job Search::PlanJob(const Candidate& c) const {
   Job j = WithTp(base_, c.tp);
@@ -606,17 +630,13 @@ std::string Search::IdleWhy(const Candidate& c, size_t g, int64_t used) const {
   if (c.Gpus() >= max_gpus_) return "the job may use at most " + Str(max_gpus_) + " GPUs of the pool";
   if (pg.gpus_per_node % c.tp != 0)
     return "this plan's tp " + Str(c.tp) + " does not divide its " + Str(pg.gpus_per_node) + " GPUs per node";
-  const Candidate* better = nullptr;
-  for (const Candidate& o : found_) {
-    int64_t n = 0;
-    for (size_t i = 0; i < o.order.size(); ++i)
-      if (o.order[i] == g) n = o.gpus[i];
-    if (n > used && (!better || o.step_s < better->step_s)) better = &o;
-  }
+  double better = std::numeric_limits<double>::infinity();
+  for (auto it = best_by_count_.lower_bound({g, used + 1}); it != best_by_count_.end() && it->first.first == g; ++it)
+    better = std::min(better, it->second);
   char buf[200];
-  if (better) {
+  if (std::isfinite(better)) {
     std::snprintf(buf, sizeof buf, "using more of them is slower: the best layout that does takes %.3f s per step (this plan %.3f s)",
-                  better->step_s, c.step_s);
+                  better, c.step_s);
     return buf;
   }
   return "no layout that uses more of them fits in memory or fills whole stages of tp x cp x dp GPUs (see rejected)";
@@ -638,10 +658,7 @@ std::string Search::EngineNote(const PoolLayout& l) const {
 }
 
 PoolPlanResult Search::Finish(double search_s) {
-  std::stable_sort(found_.begin(), found_.end(), [](const Candidate& a, const Candidate& b) {
-    if (a.step_s != b.step_s) return a.step_s < b.step_s;
-    return a.cost_per_hour < b.cost_per_hour;
-  });
+  std::stable_sort(found_.begin(), found_.end(), Faster);
   PoolPlanResult out;
   std::vector<std::string> seen;
   for (const Candidate& c : found_) {

@@ -1,4 +1,5 @@
 #include "cli.h"
+#include "gpuplan/pool.h"
 
 #include "commands.h"
 
@@ -262,5 +263,14 @@ void Appendf(std::string* out, const char* fmt, ...) {
 }
 
 void PrintFitted(const std::string& text) { std::fputs(FitWidth(text).c_str(), stdout); }
+
+Result<Pool> LoadPoolFlag(const Args& args, const Catalog& catalog) {
+  const std::string path = args.Get("pool");
+  auto pool = LoadPoolFile(path, catalog);
+  // A file that cannot be read has no line to point at: the flag that named it is the place.
+  if (!pool.ok() && pool.status().location().line <= 0 && pool.status().location().file == path)
+    return Status::BadInput({"command line", 0, "--pool"}, "'" + path + "': " + pool.status().reason());
+  return pool;
+}
 
 }  // namespace gpuplan::cli

@@ -12,6 +12,7 @@
 #include "gpuplan/csv.h"
 #include "gpuplan/job.h"
 #include "gpuplan/report.h"
+#include "gpuplan/pool.h"
 
 namespace gpuplan::cli {
 
@@ -47,6 +48,8 @@ struct Context {
   Calibration cal;
 };
 Result<Context> LoadContext(const Args& args, bool finalize_job = true);
+// --pool POOL.yaml read against the catalog; a file that cannot be read is an error at the flag.
+Result<Pool> LoadPoolFlag(const Args& args, const Catalog& catalog);
 
 // Output format from --json / --format.
 enum class Format { kText, kMarkdown, kJson, kCsv };

@@ -73,7 +73,7 @@ int EstimateOnPoolCommand(const Args& args, Format format) {
       return Fail(Status::BadInput({"command line", 0, std::string("--") + flag}, "not available with --pool"), json);
   auto ctx = LoadContext(args, /*finalize_job=*/false);
   if (!ctx.ok()) return Fail(ctx.status(), json);
-  auto pool = LoadPoolFile(args.Get("pool"), ctx->catalog);
+  auto pool = LoadPoolFlag(args, ctx->catalog);
   if (!pool.ok()) return Fail(pool.status(), json);
   auto job = FinalizeJobForPool(ctx->job, *pool);
   if (!job.ok()) return Fail(job.status(), json);

@@ -41,7 +41,7 @@ int CmdPlanPool(const Args& args, const Context& ctx, Format format, bool json) 
   for (const char* refused : {"engine", "wide", "threads"})
     if (args.Has(refused))
       return Fail(Status::BadInput({"command line", 0, std::string("--") + refused}, "does not apply to plan --pool"), json);
-  auto pool = LoadPoolFile(args.Get("pool"), ctx.catalog);
+  auto pool = LoadPoolFlag(args, ctx.catalog);
   if (!pool.ok()) return Fail(pool.status(), json);
   PoolPlanOptions opt;
   if (ctx.job.IsSet("constraints.top")) opt.top = ctx.job.constraints.top;

@@ -127,7 +127,14 @@ TEST(EstimateProperty, BubbleFractionMatchesFormula) {
     const StepEstimate e = EstimateStep(j, *hw);
     const double p = static_cast<double>(j.parallel.pp), v = static_cast<double>(j.parallel.vpp);
     const double m = static_cast<double>(e.grad_accum);
-    const double fraction = e.breakdown.bubble_s / (e.breakdown.bubble_s + e.breakdown.compute_s);
+    // P§1: (p - 1)/v micro-batch times of the stages without the output layer; without the head (its share of
+    // compute taken out) the share of compute + bubble is the paper's (p - 1) / (m v + p - 1).
+    const double t_mb = e.breakdown.compute_s / m, t_head = e.head_compute_s / m;
+    ASSERT_GT(t_head, 0);
+    ASSERT_LT(t_head, t_mb);
+    EXPECT_NEAR(e.breakdown.bubble_s, (p - 1) / v * (t_mb - t_head), 1e-9 * e.breakdown.bubble_s) << "seed " << seed << " case " << i;
+    const double body = e.breakdown.compute_s - e.head_compute_s;
+    const double fraction = e.breakdown.bubble_s / (e.breakdown.bubble_s + body);
     EXPECT_NEAR(fraction, (p - 1) / (m * v + p - 1), 1e-9) << "seed " << seed << " case " << i;
   }
 }

@@ -161,11 +161,11 @@ TEST(PoolReport, EstimatePrintersListEveryStage) {
   auto est = EstimateOnPool(job, *pool, *layout, BuiltinCatalog(), Calibration::Builtin());
   ASSERT_TRUE(est.ok()) << est.status().ToString();
   const std::string text = PoolEstimateToText(*pool, *est, false);
-  EXPECT_NE(text.find("h800 x16 (tp4 dp1 pp4: 11,11,11,11) | h20 x16 (tp4 dp1 pp4: 4,4,4,4)"), std::string::npos) << text;
+  EXPECT_NE(text.find("h800 x16 (tp4 dp1 pp4: 12,12,12,12) | h20 x16 (tp4 dp1 pp4: 3,3,3,3)"), std::string::npos) << text;
   const nlohmann::json j = PoolEstimateToJson(*pool, *est);
   ASSERT_EQ(j["stages"].size(), 8u);
   EXPECT_EQ(j["stages"][0]["gpu"], "h800-80gb");
-  EXPECT_EQ(j["stages"][7]["layers"], 4);
+  EXPECT_EQ(j["stages"][7]["layers"], 3);
   EXPECT_EQ(j["layout"]["layer_split"].size(), 8u);
 }
 

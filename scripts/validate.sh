@@ -9,6 +9,8 @@ FILES="../shared/validation/runs.csv ../shared/validation/memory.csv ../shared/v
 # Served runs (docs/model/serving.md): their models by preset, else the config.json fixtures; their own
 # leave-one-source-out constants (tools/fit_serving.py) when fitted.
 SERVING="../shared/validation/serving_runs.csv ../shared/validation/inference.csv --model-configs ../shared/fixtures/hf-configs"
+# Runs with pinned stage layouts (docs/model/pools.md): predicted over a pool of their cards, never fitted on.
+SERVING="$SERVING ../shared/validation/hetero_homog_runs.csv"
 [[ -f data/serving_loso_fits.csv ]] && SERVING="$SERVING --serving-loso data/serving_loso_fits.csv"
 bash scripts/build.sh
 if [[ "${1:-}" == "--refit" ]]; then

@@ -72,6 +72,10 @@ struct PoolLayout {
 // Bad input when the pool is too small, a split does not add up, or a tensor-parallel group would span two nodes.
 Result<PoolLayout> LayoutFromJob(const Job& job, const Pool& pool);
 
+// A job read without FinalizeJob, finalized for a pool: dp and num_gpus from LayoutFromJob, the first group's GPU
+// and node size as the job's own (what the checks of FinalizeJob read). Planners pass the unpinned job the same way.
+Result<Job> FinalizeJobForPool(Job job, const Pool& pool);
+
 // The cards of one group that one pipeline stage holds.
 struct StagePart {
   size_t group = 0;                 // pool group index
@@ -113,6 +117,12 @@ struct PoolEstimate {
   bool fits = true;                 // every part fits its card's memory
   std::string not_fit_reason;       // the first part that does not, in words
 };
+
+// MX§2 the job one stage part stands for: the part's card (`g`), network and node size, the layout's tp/cp/dp/pp and
+// micro-batch, and pp stages of `layers` blocks each (a homogeneous job: EstimateStep and EstimateMemoryForStage
+// price it). The planner (pool_plan.cc) calls it directly so its cache prices exactly what EstimateOnPool does.
+Job PartJob(const Job& job, const PoolLayout& l, const PoolGroup& g, int64_t layers, const std::string& network,
+            int64_t gpus_per_node);
 
 // MX§1-§4: every stage part is the homogeneous model of a job whose every stage were that part (same card, tp,
 // blocks, micro-batch); the pipeline runs at m x the slowest stage plus the others' fill and drain; a stage is

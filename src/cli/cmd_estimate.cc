@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "ledger_flags.h"
 #include "gpuplan/report.h"
+#include "gpuplan/pool_validation.h"
 #include "gpuplan/serving_validation.h"
 
 namespace gpuplan::cli {
@@ -27,6 +28,8 @@ const std::vector<FlagSpec> kValidateFlags = {
     {"serving-loso", true, "per-source serving constants (data/serving_loso_fits.csv, from tools/fit_serving.py): serving rows also predicted leave-one-source-out"},
     {"model-configs", true, "folder of Hugging Face config.json files for serving rows whose model has no preset; repeatable"},
     {"serving-csv", true, "write every compared serving number as CSV here (tools/fit_serving.py reads it)"},
+    {"pool-hardware", true, "mixed-pool runs: the hardware each run names (default validation/pools/hardware.csv)"},
+    {"pool-models", true, "mixed-pool runs: the models they train (default validation/pools/models.csv)"},
     {"help", false, "this help"},
 };
 
@@ -145,14 +148,35 @@ int CmdValidate(const std::vector<std::string>& argv) {
     loso = std::move(fits.value());
   }
   // Serving files go through the serving model; the rest is the training report, unchanged.
-  std::vector<std::string> serving_files, training_files;
-  for (const auto& p : args->positional)
-    (DetectServingFile(p) != ServingFileKind::kNone ? serving_files : training_files).push_back(p);
+  std::vector<std::string> serving_files, training_files, pool_files;
+  for (const auto& p : args->positional) {
+    auto table = ReadCsvFile(p);
+    if (table.ok() && IsPoolRunsFile(*table)) pool_files.push_back(p);
+    else (DetectServingFile(p) != ServingFileKind::kNone ? serving_files : training_files).push_back(p);
+  }
   std::string serving_md;
+  // Mixed-pool runs (docs/model/pools.md): their own section, after the serving one.
+  if (!pool_files.empty()) {
+    auto pools = ValidatePoolRuns(pool_files, args->Get("pool-hardware", "validation/pools/hardware.csv"),
+                                  args->Get("pool-models", "validation/pools/models.csv"), *catalog, *cal);
+    if (!pools.ok()) return Fail(pools.status());
+    const std::string md = PoolValidationToMarkdown(*pools);
+    if (training_files.empty() && serving_files.empty()) {
+      std::printf("%s", md.c_str());
+      const std::string out = args->Get("write", "-");
+      if (out == "-") return 0;
+      std::ofstream f(out);
+      if (!f) return Fail(Status::BadInput({"command line", 0, "--write"}, "cannot write '" + out + "'"));
+      f << "# Mixed-pool validation\n\n" << md;
+      std::printf("wrote %s\n", out.c_str());
+      return 0;
+    }
+    serving_md += (serving_md.empty() ? "" : "\n") + md;
+  }
   if (!serving_files.empty()) {
     auto md = ValidateServingFiles(*args, serving_files, *catalog, *cal);
     if (!md.ok()) return Fail(md.status());
-    serving_md = *md;
+    serving_md = *md + (serving_md.empty() ? "" : "\n" + serving_md);
   }
   if (training_files.empty()) {
     const std::string out = args->Get("write", "-");
@@ -180,9 +204,13 @@ int CmdValidate(const std::vector<std::string>& argv) {
     if (!serving_md.empty()) {
       // A pointer under the page's first paragraph: the serving section follows the training tables.
       const size_t first = page.find("\n\n", page.find("\n\n") + 2);
+      const bool serving = !serving_files.empty(), pools = !pool_files.empty();
       if (first != std::string::npos)
-        page.insert(first, "\n\nServed runs (latency, throughput, KV capacity of inference engines) are in [Serving](#serving) at the "
-                           "end of this page.");
+        page.insert(first, std::string("\n\n") +
+                               (serving ? "Served runs (latency, throughput, KV capacity of inference engines) are in [Serving](#serving)" : "") +
+                               (serving && pools ? "; runs" : pools ? "Runs" : "") +
+                               (pools ? " with pinned stage layouts (mixed pools, uneven stages) are in [Mixed pools](#mixed-pools)" : "") +
+                               " at the end of this page.");
       page += "\n" + serving_md;
     }
     f << page;

@@ -71,6 +71,7 @@ Result<PoolGroup> ParseGroup(const YAML::Node& g, const std::string& file, const
   if (!g.IsMap()) return Bad(out.where, "a group is a mapping {name, gpu, nodes, gpus_per_node, ...}");
   std::optional<double> per_node;
   YAML::Node network;
+  bool has_network = false;
   for (auto it = g.begin(); it != g.end(); ++it) {
     const std::string k = it->first.IsScalar() ? it->first.Scalar() : "";
     const YAML::Node& v = it->second;
@@ -101,6 +102,7 @@ Result<PoolGroup> ParseGroup(const YAML::Node& g, const std::string& file, const
       out.intra_node = link->id;
     } else if (k == "network") {
       network = v;
+      has_network = true;
     } else if (k == "price_per_gpu_hour" || k == "price_per_node_hour") {
       auto p = PriceKey(v, file, "groups." + k);
       if (!p.ok()) return p.status();
@@ -120,7 +122,7 @@ Result<PoolGroup> ParseGroup(const YAML::Node& g, const std::string& file, const
     return Bad(YamlWhere(file, g["price_per_node_hour"], "groups.price_per_node_hour"), "give one of price_per_gpu_hour and price_per_node_hour");
   if (per_node) out.price_per_gpu_hour = *per_node / static_cast<double>(out.gpus_per_node);
   if (out.price_per_gpu_hour) out.price_note = "pool file";
-  if (network) {
+  if (has_network) {
     const Location w = YamlWhere(file, network, "groups.network");
     if (network.IsScalar()) {
       auto link = catalog.FindLink(network.Scalar());

@@ -73,6 +73,17 @@ Result<PoolLayout> LayoutFromJob(const Job& job, const Pool& pool) {
   return l;
 }
 
+Result<Job> FinalizeJobForPool(Job job, const Pool& pool) {
+  auto layout = LayoutFromJob(job, pool);
+  if (!layout.ok()) return layout.status();
+  job.parallel.dp = layout->dp;
+  job.cluster.num_gpus = layout->Gpus();
+  if (!job.IsSet("cluster.gpu")) job.cluster.gpu = pool.groups[layout->order.front()].gpu;
+  if (!job.IsSet("cluster.gpus_per_node")) job.cluster.gpus_per_node = pool.groups[layout->order.front()].gpus_per_node;
+  GPUPLAN_RETURN_IF_ERROR(FinalizeJob(job));
+  return job;
+}
+
 // MX§2 the job one stage part stands for: the part's card, network and node size, pp stages of `layers` blocks each.
 Job PartJob(const Job& job, const PoolLayout& l, const PoolGroup& g, int64_t layers, const std::string& network,
             int64_t gpus_per_node) {

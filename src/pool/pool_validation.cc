@@ -1,0 +1,292 @@
+// Mixed-pool validation (docs/model/pools.md, docs/validation.md "Mixed pools"): published runs with their layouts
+// pinned (stages, layer boundaries, tp/dp, micro-batch) predicted through EstimateOnPool; runs that could not start
+// are checked against the memory verdict.
+#include "gpuplan/pool_validation.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <regex>
+#include <sstream>
+
+#include "gpuplan/csv.h"
+
+namespace gpuplan {
+namespace {
+
+std::string Str(int64_t v) { return std::to_string(v); }
+std::string Lowercase(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+struct HardwareRow {
+  std::string gpu, intra, network_kind, framework, precision;
+  double network_gbps = 0;
+  int64_t gpus_per_node = 0, before = 0, after = 0;
+};
+
+Result<std::map<std::string, HardwareRow>> ReadHardware(const std::string& path) {
+  auto t = ReadCsvFile(path);
+  if (!t.ok()) return t.status();
+  std::map<std::string, HardwareRow> out;
+  for (const auto& r : t->rows) {
+    CsvRecord rec(*t, r);
+    HardwareRow h;
+    h.gpu = rec.Str("gpu"), h.intra = rec.Str("intra_link"), h.network_kind = rec.Str("network_kind");
+    h.framework = rec.Str("framework"), h.precision = rec.Str("default_precision");
+    for (auto [col, dst] : {std::pair<const char*, int64_t*>{"gpus_per_node", &h.gpus_per_node},
+                            {"entries_before_blocks", &h.before}, {"entries_after_blocks", &h.after}}) {
+      auto v = ParseInteger(rec.Str(col), {t->file, r.line, col}, 0, 1024);
+      if (!v.ok()) return v.status();
+      *dst = *v;
+    }
+    auto gbps = rec.Number("network_gbps");
+    if (!gbps.ok()) return gbps.status();
+    h.network_gbps = *gbps;
+    out[rec.Str("system") + "|" + rec.Str("gpu_label")] = h;
+  }
+  return out;
+}
+
+Result<std::map<std::string, std::vector<std::string>>> ReadModels(const std::string& path) {
+  auto t = ReadCsvFile(path);
+  if (!t.ok()) return t.status();
+  std::map<std::string, std::vector<std::string>> out;
+  for (const auto& r : t->rows) {
+    CsvRecord rec(*t, r);
+    out[rec.Str("model")] = {rec.Str("vocab"), rec.Str("mlp"), rec.Str("norm"), rec.Str("position")};
+  }
+  return out;
+}
+
+std::vector<int64_t> Numbers(const std::string& s) {
+  std::vector<int64_t> v;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');) {
+    try {
+      v.push_back(std::stoll(item));
+    } catch (...) {
+      return {};
+    }
+  }
+  return v;
+}
+
+// Blocks per stage from the row's layout string, or a reason it cannot be read.
+std::vector<int64_t> SplitOf(const std::string& system, const std::string& layout, int64_t layers, const HardwareRow& h,
+                             std::string& why) {
+  std::vector<int64_t> split;
+  std::smatch m;
+  if (system == "AMP") {
+    if (!std::regex_search(layout, m, std::regex(R"(layer_boundaries=\[([0-9, ]+)\])"))) return why = "no layer_boundaries", split;
+    const std::vector<int64_t> b = Numbers(m[1].str());
+    auto blocks = [&](int64_t e) { return std::min(std::max<int64_t>(e - h.before, 0), layers); };
+    for (size_t i = 0; i + 1 < b.size(); ++i) split.push_back(blocks(b[i + 1]) - blocks(b[i]));
+  } else {
+    const std::regex stage(R"(S[0-9]+\[layers ([0-9]+)-([0-9]+);)");
+    for (auto it = std::sregex_iterator(layout.begin(), layout.end(), stage); it != std::sregex_iterator(); ++it)
+      split.push_back(std::stoll((*it)[2].str()) - std::stoll((*it)[1].str()) + 1);
+    if (split.empty()) return why = "no stage ranges", split;
+    split.front() -= h.before;
+    split.back() -= h.after;
+  }
+  // A stage the boundaries leave without a block (DeepSpeed allows one that holds only the embedding) is modelled
+  // with one, taken from the fullest stage: the model's stages hold at least one block.
+  for (size_t i = 0; i < split.size(); ++i)
+    while (split[i] < 1) {
+      auto fullest = std::max_element(split.begin(), split.end());
+      if (*fullest <= 1) return why = "more stages than blocks", std::vector<int64_t>{};
+      --*fullest, ++split[i];
+    }
+  int64_t sum = 0;
+  for (int64_t n : split) sum += n;
+  if (sum != layers) return why = "boundaries give " + Str(sum) + " blocks, the model has " + Str(layers), std::vector<int64_t>{};
+  return split;
+}
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+std::vector<double> Ranks(const std::vector<double>& v) {
+  std::vector<size_t> idx(v.size());
+  for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+  std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return v[a] < v[b]; });
+  std::vector<double> r(v.size());
+  for (size_t i = 0; i < idx.size();) {
+    size_t j = i;
+    while (j + 1 < idx.size() && v[idx[j + 1]] == v[idx[i]]) ++j;
+    for (size_t k = i; k <= j; ++k) r[idx[k]] = (static_cast<double>(i + j) / 2) + 1;
+    i = j + 1;
+  }
+  return r;
+}
+
+}  // namespace
+
+double SpearmanRho(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.size() != b.size() || a.size() < 3) return 0;
+  const std::vector<double> ra = Ranks(a), rb = Ranks(b);
+  const double n = static_cast<double>(a.size()), mean = (n + 1) / 2;
+  double sab = 0, saa = 0, sbb = 0;
+  for (size_t i = 0; i < ra.size(); ++i) {
+    sab += (ra[i] - mean) * (rb[i] - mean), saa += (ra[i] - mean) * (ra[i] - mean), sbb += (rb[i] - mean) * (rb[i] - mean);
+  }
+  return saa > 0 && sbb > 0 ? sab / std::sqrt(saa * sbb) : 0;
+}
+
+bool IsPoolRunsFile(const CsvTable& t) { return t.Column("gpu_mix") >= 0 && t.Column("layout") >= 0 && t.Column("is_hetero") >= 0; }
+
+Result<PoolValidationReport> ValidatePoolRuns(const std::vector<std::string>& files, const std::string& hardware_csv,
+                                              const std::string& models_csv, const Catalog& catalog, const Calibration& cal) {
+  auto hardware = ReadHardware(hardware_csv);
+  if (!hardware.ok()) return hardware.status();
+  auto models = ReadModels(models_csv);
+  if (!models.ok()) return models.status();
+  PoolValidationReport rep;
+  for (const auto& path : files) {
+    auto t = ReadCsvFile(path);
+    if (!t.ok()) return t.status();
+    if (!IsPoolRunsFile(*t)) return Status::BadInput({path, 1, ""}, "not a mixed-pool runs file (needs gpu_mix, layout, is_hetero)");
+    for (const auto& r : t->rows) {
+      CsvRecord rec(*t, r);
+      PoolValidationRow row;
+      row.id = rec.Str("row_id"), row.source = rec.Str("source"), row.system = rec.Str("system");
+      row.model = rec.Str("model"), row.gpu_mix = rec.Str("gpu_mix"), row.status = rec.Str("status");
+      row.failed_run = row.status == "FAILED_RUN";
+      const std::string system = row.system.rfind("AMP", 0) == 0 ? "AMP" : row.system.rfind("Sailor", 0) == 0 ? "Sailor" : "";
+      const size_t colon = row.gpu_mix.find(':');
+      const std::string label = row.gpu_mix.substr(0, colon);
+      auto hw = hardware->find(system + "|" + label);
+      auto model = models->find(row.model);
+      if (rec.Str("measured_unit") != "s/iteration" && !row.failed_run) row.skip = "not an iteration time";
+      else if (hw == hardware->end()) row.skip = "no hardware mapping for " + row.gpu_mix;
+      else if (model == models->end()) row.skip = "no model row for " + row.model;
+      if (!row.skip.empty()) {
+        rep.rows.push_back(row);
+        continue;
+      }
+      const HardwareRow& h = hw->second;
+      const int64_t gpus = std::stoll(row.gpu_mix.substr(colon + 1));
+      const int64_t layers = std::stoll(rec.Str("layers"));
+      const std::string dp = rec.Str("dp").substr(0, rec.Str("dp").find('/'));
+      // A run whose plan file does not state its precision ran at the system's default (hardware.csv).
+      const std::string precision = rec.Str("precision").rfind("not stated", 0) == 0 ? h.precision : rec.Str("precision");
+      std::string why;
+      const std::vector<int64_t> split = SplitOf(system, rec.Str("layout"), layers, h, why);
+      if (split.empty()) {
+        row.skip = why;
+        rep.rows.push_back(row);
+        continue;
+      }
+      std::string split_s;
+      for (int64_t n : split) split_s += (split_s.empty() ? "" : ", ") + Str(n);
+      row.layout = "tp" + rec.Str("tp") + " pp" + rec.Str("pp") + " dp" + dp + " mbs" + rec.Str("mbs") + " [" + split_s + "]";
+      const std::string job_text =
+          "model: {layers: " + Str(layers) + ", hidden: " + rec.Str("hidden") + ", heads: " + rec.Str("heads") +
+          ", vocab: " + model->second[0] + ", mlp: " + model->second[1] + ", norm: " + model->second[2] +
+          ", position: " + model->second[3] + ", max_positions: " + rec.Str("seq_len") + "}\ntraining: {seq_len: " + rec.Str("seq_len") + ", micro_batch: " +
+          rec.Str("mbs") + ", global_batch: " + rec.Str("global_batch") + ", precision: " + precision +
+          ", framework: " + h.framework + "}\nparallel: {tp: " + rec.Str("tp") + ", pp: " + rec.Str("pp") + ", dp: " + dp +
+          ", layer_split: [" + split_s + "]}\n";
+      const std::string pool_text = "groups:\n  - {name: " + Lowercase(label) + ", gpu: " + h.gpu + ", nodes: " +
+                                    Str(std::max<int64_t>(1, gpus / h.gpus_per_node)) + ", gpus_per_node: " +
+                                    Str(h.gpus_per_node) + ", intra_node: " + h.intra + ", network: {kind: " +
+                                    h.network_kind + ", gbps: " + std::to_string(h.network_gbps) + "}}\n";
+      auto job = ParseJobText(job_text, path + ":" + Str(r.line));
+      auto pool = job.ok() ? ParsePoolText(pool_text, path + ":" + Str(r.line), catalog) : Result<Pool>(job.status());
+      if (!pool.ok()) {
+        row.skip = pool.status().reason();
+        rep.rows.push_back(row);
+        continue;
+      }
+      auto fin = FinalizeJobForPool(*job, *pool);
+      auto layout = fin.ok() ? LayoutFromJob(*fin, *pool) : Result<PoolLayout>(fin.status());
+      auto est = layout.ok() ? EstimateOnPool(*fin, *pool, *layout, catalog, cal) : Result<PoolEstimate>(layout.status());
+      if (!est.ok()) {
+        row.skip = est.status().reason();
+        rep.rows.push_back(row);
+        continue;
+      }
+      row.predicted_s = est->step_time_s;
+      row.fits = est->fits;
+      auto measured = rec.OptNumber("measured_value");
+      if (measured.ok() && *measured && !row.failed_run) row.measured_s = **measured;
+      rep.rows.push_back(row);
+    }
+  }
+  // Per system: median |error|, Spearman of predicted vs measured, failed runs flagged.
+  std::map<std::string, PoolValidationSummary> by;
+  for (const auto& row : rep.rows) {
+    PoolValidationSummary& s = by[row.system];
+    s.system = row.system;
+    if (!row.skip.empty()) { ++s.skipped; continue; }
+    if (row.failed_run) {
+      ++s.failed_runs;
+      if (!row.fits) ++s.failed_flagged;
+    } else if (row.measured_s > 0) {
+      s.errors.push_back(row.predicted_s / row.measured_s - 1);
+      s.measured.push_back(row.measured_s), s.predicted.push_back(row.predicted_s);
+      if (!row.fits) ++s.measured_flagged;
+    }
+  }
+  for (auto& [name, s] : by) {
+    std::vector<double> abs;
+    for (double e : s.errors) abs.push_back(std::fabs(e));
+    s.median_abs = Median(abs);
+    s.spearman = SpearmanRho(s.predicted, s.measured);
+    rep.systems.push_back(s);
+  }
+  return rep;
+}
+
+std::string PoolValidationToMarkdown(const PoolValidationReport& rep) {
+  std::string out = "## Mixed pools\n\n";
+  out += "Published runs with their layouts pinned (tp, pp, dp, micro-batch and the blocks of every stage), predicted with "
+         "`EstimateOnPool` (docs/model/pools.md MX§1-§5) on a pool of the run's cards. The hardware each run names is read "
+         "through validation/pools/hardware.csv and the models through validation/pools/models.csv (each row with its "
+         "source). Nothing here is fitted: the constants are the homogeneous model's. A run that could not start "
+         "(FAILED_RUN) counts as flagged when the model says a stage does not fit its card's memory.\n\n";
+  out += "| system | runs predicted | median abs error | Spearman (predicted vs measured) | failed runs flagged | "
+         "measured runs flagged | skipped |\n|---|---|---|---|---|---|---|\n";
+  char buf[512];
+  for (const auto& s : rep.systems) {
+    std::snprintf(buf, sizeof buf, "| %s | %zu | %.1f%% | %.2f | %lld of %lld | %lld | %lld |\n", s.system.c_str(),
+                  s.errors.size(), 100 * s.median_abs, s.spearman, static_cast<long long>(s.failed_flagged),
+                  static_cast<long long>(s.failed_runs), static_cast<long long>(s.measured_flagged),
+                  static_cast<long long>(s.skipped));
+    out += buf;
+  }
+  out += "\n| row | system | cards | layout (blocks per stage) | measured s | predicted s | error | fits |\n"
+         "|---|---|---|---|---|---|---|---|\n";
+  for (const auto& r : rep.rows) {
+    if (!r.skip.empty()) continue;
+    if (r.failed_run) {
+      std::snprintf(buf, sizeof buf, "| %s | %s | %s | %s | could not run | %.3f | | %s |\n", r.id.c_str(), r.system.c_str(),
+                    r.gpu_mix.c_str(), r.layout.c_str(), r.predicted_s, r.fits ? "yes" : "**no**");
+    } else {
+      std::snprintf(buf, sizeof buf, "| %s | %s | %s | %s | %.3f | %.3f | %+.1f%% | %s |\n", r.id.c_str(), r.system.c_str(),
+                    r.gpu_mix.c_str(), r.layout.c_str(), r.measured_s, r.predicted_s,
+                    r.measured_s > 0 ? 100 * (r.predicted_s / r.measured_s - 1) : 0.0, r.fits ? "yes" : "no");
+    }
+    out += buf;
+  }
+  int64_t skipped = 0;
+  for (const auto& r : rep.rows) skipped += !r.skip.empty();
+  if (skipped) {
+    out += "\nSkipped rows and why:\n\n";
+    std::map<std::string, int64_t> reasons;
+    for (const auto& r : rep.rows)
+      if (!r.skip.empty()) ++reasons[r.system + ": " + r.skip];
+    for (const auto& [why, n] : reasons) out += "- " + why + " (" + Str(n) + ")\n";
+  }
+  return out;
+}
+
+}  // namespace gpuplan

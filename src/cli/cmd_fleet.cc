@@ -102,7 +102,7 @@ void ScheduleText(std::string* out, const Fleet& fleet, const FleetSchedule& s, 
   }
   Appendf(out, "utilisation %.1f%% (%.0f card-hours busy of %lld cards x %.2f h); cost %s USD", 100 * s.utilization,
           s.busy_gpu_s / 3600, static_cast<long long>(s.pool_gpus), s.horizon_s / 3600, Money(s.cost_usd).c_str());
-  if (simulated) Appendf(out, "; average completion %.2f h (training jobs, arrival to end)", s.avg_completion_s / 3600);
+  if (simulated) Appendf(out, "; average completion %.2f h", s.avg_completion_s / 3600);
   Appendf(out, "\n");
 }
 
@@ -116,11 +116,10 @@ std::string ResultText(const Fleet& fleet, const FleetResult& r, bool simulated)
   Appendf(&out, "\nBaseline: first come, first served, type-blind (cards from the groups in the order listed)\n");
   ScheduleText(&out, fleet, r.baseline, simulated);
   const double base_u = r.baseline.utilization, pol_u = r.policy.utilization;
-  Appendf(&out, "\nPolicy vs baseline: utilisation %.1f%% vs %.1f%%; last training job ends at %.2f h vs %.2f h", 100 * pol_u,
-          100 * base_u, r.policy.horizon_s / 3600, r.baseline.horizon_s / 3600);
+  Appendf(&out, "\nPolicy vs baseline:\n  utilisation          %6.1f%% vs %6.1f%%\n  last training end    %6.2f h vs %6.2f h\n",
+          100 * pol_u, 100 * base_u, r.policy.horizon_s / 3600, r.baseline.horizon_s / 3600);
   if (simulated)
-    Appendf(&out, "; average completion %.2f h vs %.2f h", r.policy.avg_completion_s / 3600, r.baseline.avg_completion_s / 3600);
-  Appendf(&out, "\n");
+    Appendf(&out, "  average completion   %6.2f h vs %6.2f h\n", r.policy.avg_completion_s / 3600, r.baseline.avg_completion_s / 3600);
   for (const auto& m : r.missed) Appendf(&out, "CANNOT MEET %s\n", m.c_str());
   for (const auto& n : r.notes) Appendf(&out, "note: %s\n", n.c_str());
   return out;

@@ -13,8 +13,9 @@
 //   A pod set requesting a resource its ClusterQueue does not cover is not admitted ("resource X unavailable in
 //   ClusterQueue", pkg/scheduler/flavorassigner): the Jobs below request nvidia.com/gpu only.
 //   A flavor is chosen for a pod set only when the flavor's nodeLabels match the pod's nodeSelector.
-// JobSet (jobset.x-k8s.io/v1alpha2): spec.replicatedJobs[] of {name, replicas, template (a batch/v1 JobTemplateSpec)};
-// each replicated job is its own pod set to Kueue, so each gets the flavor of its nodeSelector.
+// JobSet (jobset.x-k8s.io/v1alpha2; kubernetes-sigs/jobset at commit 08dfbdfd6827, api/jobset/v1alpha2/jobset_types.go):
+// spec.suspend, spec.replicatedJobs[] of {name, replicas, template (a batch/v1 JobTemplateSpec)}. Kueue makes one
+// pod set per replicated job (pkg/controller/jobs/jobset: PodSets), so each gets the flavor of its nodeSelector.
 // Slurm: a heterogeneous job's components are separated by "#SBATCH hetjob" (sbatch(1), "HETEROGENEOUS JOB
 // SUPPORT"); srun --het-group=0,1,... runs a step over several components.
 #include <yaml-cpp/yaml.h>
@@ -164,7 +165,7 @@ Artifact Queues(const Fleet& fleet, const FleetExportOptions& o) {
   y << YAML::Key << "kind" << YAML::Value << "ClusterQueue";
   y << YAML::Key << "metadata" << YAML::Value << YAML::BeginMap << YAML::Key << "name" << YAML::Value << QueueName(fleet) << YAML::EndMap;
   y << YAML::Key << "spec" << YAML::Value << YAML::BeginMap;
-  y << YAML::Key << "namespaceSelector" << YAML::Value << YAML::BeginMap << YAML::EndMap;
+  y << YAML::Key << "namespaceSelector" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::EndMap;
   y << YAML::Key << "resourceGroups" << YAML::Value << YAML::BeginSeq << YAML::BeginMap;
   y << YAML::Key << "coveredResources" << YAML::Value << YAML::Flow << YAML::BeginSeq << kGpuResource << YAML::EndSeq;
   y << YAML::Key << "flavors" << YAML::Value << YAML::BeginSeq;

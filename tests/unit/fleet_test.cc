@@ -214,7 +214,7 @@ TEST(FleetTest, BadInputIsAtFileLineKey) {
       {"unknown job key", pool + "jobs:\n  - name: a\n    kind: training\n    gpus: 4\n" + job, 5, "jobs.gpus", "unknown key"},
       {"unknown inline job key", pool + "jobs:\n  - name: a\n    kind: training\n    model: {preset: gpt2}\n    training: {tokenz: 1e9}\n",
        6, "training.tokenz", "unknown key"},
-      {"no tokens", pool + "jobs:\n  - name: a\n    kind: training\n    model: {preset: gpt2}\n", 2, "training.tokens", "training.tokens"},
+      {"no tokens", pool + "jobs:\n  - name: a\n    kind: training\n    model: {preset: gpt2}\n", 3, "jobs.training.tokens", "training.tokens"},
       {"cluster.gpu pinned", pool + "jobs:\n  - name: a\n    kind: training\n" + job + "    cluster: {gpu: a100-sxm-80gb}\n", 7,
        "cluster.gpu", "chooses"},
       {"negative deadline", pool + "jobs:\n  - name: a\n    kind: training\n    deadline_hours: -1\n" + job, 5,

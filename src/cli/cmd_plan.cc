@@ -10,6 +10,7 @@
 #include "ledger_flags.h"
 #include "gpuplan/engines.h"
 #include "gpuplan/job_keys.h"
+#include "gpuplan/pool_report.h"
 #include "gpuplan/report.h"
 
 namespace gpuplan::cli {
@@ -24,10 +25,38 @@ const std::vector<FlagSpec>& PlanFlags() {
     f.push_back({"engine", true,
                  "plan only what this engine runs: megatron|deepspeed|accelerate|torchtitan, or a framework name (default: "
                  "training.framework, else the best plan of each engine family)"});
-    for (auto& l : LedgerFlags()) f.push_back(l);
+    // --pool: without --ledger a pool file (plan over its groups); with --ledger the ledger's pool (LedgerFlags).
+    for (auto& l : LedgerFlags())
+      f.push_back(l.name == "pool" ? FlagSpec{"pool", true,
+                                              "POOL.yaml: plan the job over a mixed pool (groups of one card type; "
+                                              "docs/model/pools.md); with --ledger: the ledger pool whose measurements apply"}
+                                   : l);
     return f;
   }();
   return flags;
+}
+
+// plan JOB --pool POOL.yaml: the search over the pool's groups (pool_plan.h); exit 2 when no layout fits.
+int CmdPlanPool(const Args& args, const Context& ctx, Format format, bool json) {
+  for (const char* refused : {"engine", "wide", "threads"})
+    if (args.Has(refused))
+      return Fail(Status::BadInput({"command line", 0, std::string("--") + refused}, "does not apply to plan --pool"), json);
+  auto pool = LoadPoolFile(args.Get("pool"), ctx.catalog);
+  if (!pool.ok()) return Fail(pool.status(), json);
+  PoolPlanOptions opt;
+  if (ctx.job.IsSet("constraints.top")) opt.top = ctx.job.constraints.top;
+  auto result = PlanOnPool(ctx.job, *pool, ctx.catalog, ctx.cal, opt);
+  if (!result.ok()) return Fail(result.status(), json);
+  if (format == Format::kJson) {
+    nlohmann::json out = PoolPlanToJson(*pool, *result);
+    out["inputs"] = JobToJson(ctx.job);
+    std::printf("%s\n", DumpJson(out).c_str());
+  } else {
+    const std::string text = PoolPlanToText(*pool, *result, format == Format::kMarkdown);
+    if (format == Format::kMarkdown) std::printf("%s", text.c_str());
+    else PrintFitted(text);
+  }
+  return result->plans.empty() ? 2 : 0;
 }
 // --engine E: the framework whose engine runs the plan (an export format names its own engine).
 Status ApplyEngine(const Args& args, Job& job) {
@@ -55,7 +84,9 @@ int CmdPlan(const std::vector<std::string>& argv) {
   auto args = ParseArgs(argv, PlanFlags(), true);
   if (!args.ok()) return Fail(args.status(), json);
   if (args->Has("help")) {
-    std::printf("usage: gpuplan plan JOB.yaml [--flags]\n\nThe job's parallel/cluster keys become pins; constraints.* bound the search.\n\n%s",
+    std::printf("usage: gpuplan plan JOB.yaml [--pool POOL.yaml] [--flags]\n\nThe job's parallel/cluster keys become pins; constraints.* "
+                "bound the search. With --pool: the groups, their order, tp, dp, pp, the layer split and the micro-batch over "
+                "the pool's cards.\n\n%s",
                 FlagHelp(PlanFlags(), true).c_str());
     return 0;
   }
@@ -65,6 +96,7 @@ int CmdPlan(const std::vector<std::string>& argv) {
   // Not finalized: cluster/parallel keys the user set are pins, the rest stay open.
   auto ctx = LoadContext(*args, /*finalize_job=*/false);
   if (!ctx.ok()) return Fail(ctx.status(), json);
+  if (args->Has("pool") && !args->Has("ledger")) return CmdPlanPool(*args, *ctx, *format, json);
   if (Status st = ApplyEngine(*args, ctx->job); !st.ok()) return Fail(st, json);
   std::vector<CalibrationOverride> measured;
   if (args->Has("ledger") && !ctx->job.IsSet("cluster.gpu"))

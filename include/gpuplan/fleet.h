@@ -103,10 +103,13 @@ struct FleetResult {
 };
 
 struct FleetOptions {
-  // The layout of a training job on the cards it is given: Default: empty = the built-in search (tp, pp, dp over
-  // the cards, each stage on one group). PlanOnPool plugs in here. Returns the best estimate or why none fits.
+  // The layout of a training job on the cards it is given. Default: empty = the pool planner (PlanOnPool, its best
+  // plan on exactly those cards), or the built-in quick search when `quick` is set. Returns the best estimate or why
+  // none fits.
   std::function<Result<PoolEstimate>(const Job& job, const Pool& cards, const Catalog& catalog, const Calibration& cal)>
       layout;
+  bool quick = false;  // Default: false. true: the built-in search (tp, pp in 1/2/4/8 over all the cards, even split):
+                       // faster, and blind to uneven splits
 };
 
 // Assigns the fleet's cards to its jobs (docs/fleet.md): serving first at the fewest cards of the best-value type

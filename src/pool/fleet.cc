@@ -92,6 +92,9 @@ Status CheckFleetJob(const FleetJob& fj, const std::string& file) {
   if (fj.kind == FleetJobKind::kTraining) {
     if (j.training.tokens <= 0)
       return Bad(at("training.tokens"), "a training job of a fleet needs training.tokens (or samples): its time on its cards");
+    if (!j.IsSet("training.global_batch"))
+      return Bad(at("training.global_batch"), "a training job of a fleet needs training.global_batch: its layouts on "
+                                              "different cards are compared at the same batch");
   } else {
     if (fj.deadline_hours > 0) return Bad(fj.where, "deadline_hours is a training job's; a serving job has its SLA");
     if (!(j.serving.load == ServingLoad::kRequestRate && j.serving.request_rate > 0) &&

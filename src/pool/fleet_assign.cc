@@ -64,6 +64,7 @@ void Start(Sim& s, size_t i, const Counts& c, double t, double time_s, double to
   s.placed[i] = true;
 }
 
+// A training job holds the cards its layout uses (the policy) or all it took (the baseline: it asked for them).
 void StartTraining(Sim& s, size_t i, const Counts& c, double t, const TrainEval& e) {
   Start(s, i, c, t, s.inst[i].tokens / e.tokens_per_s, e.tokens_per_s, e.layout, e.placement);
 }
@@ -156,7 +157,7 @@ bool PlaceDeadline(Sim& s, size_t i, double t) {
     const double time_s = in.tokens / e.tokens_per_s;
     fastest = std::min(fastest, time_s);
     if (t + time_s <= in.arrival_s + in.deadline_s) {
-      StartTraining(s, i, c, t, e);
+      StartTraining(s, i, e.used, t, e);
       return true;
     }
   }
@@ -200,8 +201,8 @@ void PlaceRest(Sim& s, std::vector<size_t>& rest, double t) {
         why = e.why;
         continue;
       }
-      for (size_t g = 0; g < c.size(); ++g) s.free[g] -= c[g];
-      got.push_back({i, c});
+      for (size_t g = 0; g < c.size(); ++g) s.free[g] -= e.used[g];
+      got.push_back({i, e.used});
       break;
     }
     if (got.empty() || got.back().first != i)
@@ -220,7 +221,7 @@ void PlaceRest(Sim& s, std::vector<size_t>& rest, double t) {
         const TrainEval& e = s.ev.Train(s.inst[i].job, *next);
         if (!e.ok) continue;
         const double gain = (s.ev.UsefulFlops(s.inst[i].job, e.tokens_per_s) - now) / static_cast<double>(fleet::Total(add));
-        if (gain > best_gain) best_gain = gain, best_k = k, best_next = *next;
+        if (gain > best_gain) best_gain = gain, best_k = k, best_next = e.used;
       }
     }
     if (best_gain <= 0) break;
@@ -230,7 +231,8 @@ void PlaceRest(Sim& s, std::vector<size_t>& rest, double t) {
   }
   for (const auto& [i, c] : got) {
     for (size_t g = 0; g < c.size(); ++g) s.free[g] += c[g];  // Start takes them again
-    StartTraining(s, i, c, t, s.ev.Train(s.inst[i].job, c));
+    const TrainEval& e = s.ev.Train(s.inst[i].job, c);
+    StartTraining(s, i, e.used, t, e);
   }
 }
 
@@ -422,7 +424,9 @@ Result<FleetResult> PlanFleet(const Fleet& fleet, const Catalog& catalog, const 
   r.notes.push_back("running jobs keep their cards until they end (no preemption, no resizing); serving jobs hold theirs "
                     "to the horizon (" + Hours(r.policy.horizon_s) + ")");
   if (!options.layout)
-    r.notes.push_back("layouts: the built-in search (tp, pp in 1/2/4/8 over all the job's cards, even layer split)");
+    r.notes.push_back(options.quick ? "layouts: the built-in quick search (tp, pp in 1/2/4/8 over all the job's cards, even "
+                                      "layer split)"
+                                    : "layouts: the pool planner's best plan on each allocation (plan --pool)");
   r.evaluations = ev.evaluations();
   return r;
 }

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "gpuplan/estimate.h"
+#include "gpuplan/pool_plan.h"
 
 namespace gpuplan::fleet {
 namespace {
@@ -65,6 +66,39 @@ std::string LayoutLine(const PoolEstimate& e, const Pool& cards) {
   return s;
 }
 
+// The pool planner's best plan on exactly these cards (the fleet decides the count: no num_gpus or dp pin).
+Result<PoolEstimate> Planned(const Job& job, const Pool& cards, const Catalog& catalog, const Calibration& cal) {
+  Job j = job;
+  for (const char* k : {"cluster.num_gpus", "parallel.dp", "parallel.layer_split"}) j.set_keys.erase(k);
+  j.cluster.num_gpus = 0, j.parallel.dp = 0;
+  j.parallel.layer_split.clear();
+  if (UseFp16(job, cards, catalog)) j.training.precision = Precision::kFp16;
+  PoolPlanOptions o;
+  o.top = 1;
+  auto r = PlanOnPool(j, cards, catalog, cal, o);
+  if (!r.ok()) return r.status();
+  if (r->plans.empty()) {
+    std::string why = "no layout fits";
+    if (!r->rejections.empty()) why += ": " + r->rejections.front().reason;
+    return Status::Infeasible(why);
+  }
+  return r->plans.front().estimate;
+}
+
+// The cards a layout places, per pool group (ranks fill the groups of `order` node by node, as LayoutFromJob does).
+Counts UsedCards(const Pool& pool, const Pool& cards, const PoolLayout& l) {
+  Counts used(pool.groups.size(), 0);
+  int64_t left = l.Gpus();
+  for (size_t i = 0; i < l.order.size() && left > 0; ++i) {
+    const PoolGroup& g = cards.groups[l.order[i]];
+    const int64_t n = std::min(left, l.nodes[i] * g.gpus_per_node);
+    for (size_t p = 0; p < pool.groups.size(); ++p)
+      if (pool.groups[p].name == g.name) used[p] += n;
+    left -= n;
+  }
+  return used;
+}
+
 }  // namespace
 
 std::vector<FleetGpus> ToGpus(const Counts& c) {
@@ -111,9 +145,9 @@ TrainEval Evaluator::Search(size_t j, const Counts& c) {
     return out;
   }
   std::optional<PoolEstimate> best;
-  if (options_.layout) {
+  if (options_.layout || !options_.quick) {
     ++evaluations_;
-    auto e = options_.layout(base, cards, catalog_, cal_);
+    auto e = options_.layout ? options_.layout(base, cards, catalog_, cal_) : Planned(base, cards, catalog_, cal_);
     if (e.ok()) best = *e;
     else out.why = e.status().reason();
   } else {
@@ -148,6 +182,7 @@ TrainEval Evaluator::Search(size_t j, const Counts& c) {
     return out;
   }
   out.ok = true;
+  out.used = UsedCards(fleet_.pool, cards, best->layout);
   out.tokens_per_s = best->tokens_per_s;
   out.layout = LayoutLine(*best, cards);
   out.placement = best->placement;

@@ -23,6 +23,7 @@ struct TrainEval {
   double tokens_per_s = 0;
   std::string layout;                   // one line
   std::vector<std::string> placement;   // per stage
+  Counts used;                          // the cards the layout uses (a planner may leave some of those given idle)
   std::string why;                      // !ok: why no layout runs on these cards
 };
 

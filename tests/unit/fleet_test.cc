@@ -206,7 +206,7 @@ struct BadCase {
 
 TEST(FleetTest, BadInputIsAtFileLineKey) {
   const std::string pool = "pool: " + kSrc + "/examples/pool-lab-mixed.yaml\n";
-  const std::string job = "    model: {preset: gpt2}\n    training: {tokens: 1e9}\n";
+  const std::string job = "    model: {preset: gpt2}\n    training: {tokens: 1e9, global_batch: 8}\n";
   const std::vector<BadCase> cases = {
       {"unknown top key", pool + "jobz: []\n", 2, "jobz", "unknown key"},
       {"no jobs", pool + "jobs: []\n", 2, "jobs", "at least one"},
@@ -215,6 +215,8 @@ TEST(FleetTest, BadInputIsAtFileLineKey) {
       {"unknown inline job key", pool + "jobs:\n  - name: a\n    kind: training\n    model: {preset: gpt2}\n    training: {tokenz: 1e9}\n",
        6, "training.tokenz", "unknown key"},
       {"no tokens", pool + "jobs:\n  - name: a\n    kind: training\n    model: {preset: gpt2}\n", 3, "jobs.training.tokens", "training.tokens"},
+      {"no global batch", pool + "jobs:\n  - name: a\n    kind: training\n    model: {preset: gpt2}\n    training: {tokens: 1e9}\n", 3,
+       "jobs.training.global_batch", "global_batch"},
       {"cluster.gpu pinned", pool + "jobs:\n  - name: a\n    kind: training\n" + job + "    cluster: {gpu: a100-sxm-80gb}\n", 7,
        "cluster.gpu", "chooses"},
       {"negative deadline", pool + "jobs:\n  - name: a\n    kind: training\n    deadline_hours: -1\n" + job, 5,

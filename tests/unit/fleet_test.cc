@@ -2,6 +2,7 @@
 // pool; capacity never exceeded, the deadline met when the pool can, utilisation and the baseline reported; bad
 // input at file:line; the simulation and the exports.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
 #include <sys/stat.h>
@@ -11,6 +12,7 @@
 #include <map>
 
 #include "gpuplan/fleet.h"
+#include "gpuplan/csv.h"
 #include "gpuplan/fleet_export.h"
 #include "../test_util.h"
 
@@ -338,6 +340,79 @@ TEST(FleetTest, KueueExportQuotasMatchTheGroupsAndJobsCarryTheQueueLabel) {
     for (const auto& g : a.gpus) want += g.count;
     EXPECT_EQ(gpus, want) << a.job;
   }
+}
+
+}  // namespace
+}  // namespace gpuplan
+
+namespace gpuplan {
+namespace {
+
+// ---- per-type speeds against Gavel's measurements ----------------------------------------------------------------
+
+// Gavel (Narayanan et al., OSDI 2020) measured each workload on K80, P100 and V100 (../shared/validation/
+// fleet_gavel_throughputs.csv; the K80 and P100 rows of the catalog come from the test fixture with their datasheets).
+// The fleet's speed of a small transformer on one card of each type must rank the types as the measurements of
+// Gavel's Transformer at one GPU do (all but one of its batch sizes: V100 > P100 > K80).
+TEST(FleetTest, PerTypeSpeedsRankAsGavelMeasured) {
+  CatalogOptions o;
+  o.override_files = {kSrc + "/tests/fixtures/gavel/gpus_k80_p100.csv"};
+  auto catalog = LoadCatalog(o);
+  ASSERT_TRUE(catalog.ok()) << catalog.status().ToString();
+  const std::vector<std::string> types = {"k80-12gb", "p100-pcie-16gb", "v100-sxm-16gb"};
+  std::vector<double> predicted;
+  for (const auto& gpu : types) {
+    const std::string text = "horizon_hours: 1\npool:\n  groups:\n    - {name: g, gpu: " + gpu +
+                             ", nodes: 1, gpus_per_node: 1}\njobs:\n  - name: t\n    kind: training\n"
+                             "    model: {preset: gpt2}\n"
+                             "    training: {precision: fp32, seq_len: 512, global_batch: 8, tokens: 1e7}\n";
+    auto f = ParseFleetText(text, "gavel.yaml", *catalog);
+    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    auto r = PlanFleet(*f, *catalog, Calibration::Builtin(), BuiltinServingEngines());
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_FALSE(r->policy.assignments[0].gpus.empty()) << gpu << ": " << r->policy.assignments[0].note;
+    predicted.push_back(r->policy.assignments[0].tokens_per_s);
+  }
+  EXPECT_LT(predicted[0], predicted[1]) << "K80 vs P100";
+  EXPECT_LT(predicted[1], predicted[2]) << "P100 vs V100";
+  auto table = ReadCsvFile(std::string(GPUPLAN_SHARED_DIR) + "/validation/fleet_gavel_throughputs.csv");
+  ASSERT_TRUE(table.ok()) << table.status().ToString();
+  int rows = 0, agree = 0;
+  for (const auto& row : table->rows) {
+    CsvRecord r(*table, row);
+    if (r.Str("job_type").rfind("Transformer", 0) != 0 || r.Str("scale_factor_gpus") != "1") continue;
+    const double k80 = *r.Number("k80_steps_per_s"), p100 = *r.Number("p100_steps_per_s"), v100 = *r.Number("v100_steps_per_s");
+    ++rows;
+    agree += (k80 < p100) == (predicted[0] < predicted[1]) && (p100 < v100) == (predicted[1] < predicted[2]);
+  }
+  EXPECT_EQ(rows, 5);
+  EXPECT_GE(agree, 4) << "of " << rows << " measured single-GPU Transformer rows";
+}
+
+// ---- the command line --------------------------------------------------------------------------------------------
+
+TEST(FleetTest, CommandLineJsonAndExitCodes) {
+  auto ok = testing_util::Exec("fleet " + kSrc + "/examples/fleet-lab.yaml --json");
+  EXPECT_EQ(ok.exit_code, 0) << ok.out;
+  auto j = nlohmann::json::parse(ok.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << ok.out;
+  for (const char* k : {"assignments", "utilization", "baseline", "missed"}) EXPECT_TRUE(j.contains(k)) << k;
+  ASSERT_EQ(j["assignments"].size(), 3u);
+  for (const auto& a : j["assignments"]) {
+    for (const char* k : {"job", "gpus", "layout", "time_s", "cost_usd", "deadline_met"}) EXPECT_TRUE(a.contains(k)) << k;
+    for (const auto& g : a["gpus"]) EXPECT_TRUE(g.contains("pool") && g.contains("count"));
+  }
+  EXPECT_TRUE(j["baseline"].contains("utilization"));
+  EXPECT_TRUE(j["baseline"].contains("assignments"));
+  // An impossible deadline: exit 2, the report still printed, with which job and why.
+  const std::string path = testing_util::UniqueTempPath("fleet_deadline", ".yaml");
+  std::ofstream(path) << ThreeJobs("0.01");
+  auto missed = testing_util::Exec("fleet " + path);
+  EXPECT_EQ(missed.exit_code, 2) << missed.out;
+  EXPECT_NE(missed.out.find("CANNOT MEET finetune"), std::string::npos) << missed.out;
+  EXPECT_NE(missed.out.find("Baseline"), std::string::npos) << missed.out;
+  auto bad = testing_util::Exec("fleet " + path + " --export yarn --out /tmp/x");
+  EXPECT_EQ(bad.exit_code, 1) << bad.out;
 }
 
 }  // namespace

@@ -126,9 +126,7 @@ std::string ResultText(const Fleet& fleet, const FleetResult& r, bool simulated)
 }
 
 int Export(const Args& args, const Fleet& fleet, const FleetResult& r, bool json, std::string* wrote) {
-  const auto format = ParseFleetExportFormat(args.Get("export"));
-  if (!format) return Fail(Status::BadInput(Flag("export"), "expected slurm or kueue, got '" + args.Get("export") + "'"), json);
-  if (!args.Has("out")) return Fail(Status::BadInput(Flag("export"), "needs --out DIR (the folder to write)"), json);
+  const auto format = ParseFleetExportFormat(args.Get("export"));  // checked before the plan
   FleetExportOptions o;
   if (args.Has("image")) o.image = args.Get("image");
   if (args.Has("namespace")) o.namespace_name = args.Get("namespace");
@@ -156,6 +154,10 @@ int CmdFleet(const std::vector<std::string>& argv) {
   if (args->positional.size() != 1)
     return Fail(Status::BadInput({"command line", 0, ""}, "give one fleet file (gpuplan fleet FLEET.yaml)"), json);
   if (args->Has("out") && !args->Has("export")) return Fail(Status::BadInput(Flag("out"), "is the folder of --export"), json);
+  if (args->Has("export") && !ParseFleetExportFormat(args->Get("export")))
+    return Fail(Status::BadInput(Flag("export"), "expected slurm or kueue, got '" + args->Get("export") + "'"), json);
+  if (args->Has("export") && !args->Has("out"))
+    return Fail(Status::BadInput(Flag("export"), "needs --out DIR (the folder to write)"), json);
   auto catalog = LoadCatalogFromArgs(*args);
   if (!catalog.ok()) return Fail(catalog.status(), json);
   auto cal = Calibration::Load(args->Get("calibration"));

@@ -34,6 +34,10 @@ namespace {
 constexpr const char* kGpuResource = "nvidia.com/gpu";
 constexpr const char* kQueueLabel = "kueue.x-k8s.io/queue-name";
 constexpr const char* kImagePlaceholder = "REPLACE-WITH-YOUR-IMAGE";
+// Slurm kills a job at --time: the expected time x the single-job export's margin (export_wrappers.cc
+// kSlurmTimeMargin: the throughput model's error and one restart from the last checkpoint), at least 10 minutes.
+constexpr double kSlurmTimeMargin = 1.5;
+constexpr double kSlurmTimeMinS = 600;
 
 std::string Str(int64_t v) { return std::to_string(v); }
 
@@ -54,9 +58,9 @@ std::string SlurmName(const std::string& s) {
   return out.empty() ? "gpuplan" : out;
 }
 
-// D-HH:MM:SS, whole minutes rounded up.
+// D-HH:MM:SS of the expected time with the margin, whole minutes rounded up.
 std::string SlurmTime(double seconds) {
-  const int64_t minutes = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(seconds / 60)));
+  const int64_t minutes = static_cast<int64_t>(std::ceil(std::max(seconds * kSlurmTimeMargin, kSlurmTimeMinS) / 60));
   char buf[64];
   std::snprintf(buf, sizeof buf, "%lld-%02lld:%02lld:00", static_cast<long long>(minutes / 1440),
                 static_cast<long long>(minutes / 60 % 24), static_cast<long long>(minutes % 60));
@@ -117,7 +121,7 @@ Artifact Sbatch(const Fleet& fleet, const FleetAssignment& a) {
     if (i > 0) s += "#SBATCH hetjob\n";
     if (i == 0) {
       s += "#SBATCH --job-name=" + SlurmName(a.job) + "\n";
-      s += "#SBATCH --time=" + SlurmTime(a.time_s) + "\n";
+      s += "#SBATCH --time=" + SlurmTime(a.time_s) + "  # expected time x " + std::to_string(kSlurmTimeMargin).substr(0, 3) + "\n";
       s += "#SBATCH --output=" + SlurmName(a.job) + "-%j.out\n";
     }
     s += "#SBATCH --partition=" + SlurmName(p.group->name) + "\n";

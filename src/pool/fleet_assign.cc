@@ -241,7 +241,10 @@ void PolicyRound(Sim& s, std::vector<size_t>& waiting, double t) {
     return std::make_pair(-Priority(s, a), s.inst[a].arrival_s) < std::make_pair(-Priority(s, b), s.inst[b].arrival_s);
   };
   std::vector<size_t> serving, deadline, rest;
-  for (size_t i : waiting) (Serving(s, i) ? serving : s.inst[i].deadline_s > 0 ? deadline : rest).push_back(i);
+  for (size_t i : waiting) {
+    s.out[i].note.clear();  // each round says afresh why a job still waits
+    (Serving(s, i) ? serving : s.inst[i].deadline_s > 0 ? deadline : rest).push_back(i);
+  }
   std::stable_sort(serving.begin(), serving.end(), by_priority);
   for (size_t i : serving) PlaceServing(s, i, t);
   std::stable_sort(deadline.begin(), deadline.end(), [&](size_t a, size_t b) {
@@ -334,8 +337,10 @@ FleetSchedule Finish(Sim& s, const std::string& policy) {
   double cost = 0;
   for (size_t i = 0; i < s.inst.size(); ++i) {
     FleetAssignment& a = s.out[i];
-    if (!s.placed[i]) {
+    if (!s.placed[i]) {  // never started: no time on any card
       a.deadline_met = false;
+      a.start_s = a.end_s = a.arrival_s;
+      a.time_s = 0;
       out.assignments.push_back(a);
       continue;
     }

@@ -227,6 +227,8 @@ TEST(FleetTest, BadInputIsAtFileLineKey) {
        "jobs.serving.request_rate", "request_rate"},
       {"twice the same name", pool + "jobs:\n  - name: a\n    kind: training\n" + job + "  - name: a\n    kind: training\n" + job, 7,
        "jobs", "used twice"},
+      {"every job serves, no horizon", pool + "jobs:\n  - name: s\n    kind: serving\n    model: {preset: gpt2}\n"
+                                       "    serving: {request_rate: 1}\n", 1, "horizon_hours", "horizon_hours"},
       {"missing pool file", "pool: nowhere.yaml\njobs: []\n", 1, "pool", "cannot open"},
       {"inline pool error", "horizon_hours: 2\npool:\n  groups:\n    - name: x\n      gpu: no-such-gpu\n      nodes: 1\n"
                             "      gpus_per_node: 8\njobs:\n  - name: a\n    kind: training\n" + job, 5, "groups.gpu", ""},

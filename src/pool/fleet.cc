@@ -151,7 +151,7 @@ Result<FleetJob> ParseJobEntry(const YAML::Node& e, const std::string& file) {
     if (!parsed.ok()) {
       // A path that cannot be read is the fleet file's error, at its line; an error inside the job file is that file's.
       if (parsed.status().location().file == Beside(file, e["job"].Scalar()) && parsed.status().location().line == 0)
-        return Bad(YamlWhere(file, e["job"], "jobs.job"), parsed.status().reason());
+        return Bad(YamlWhere(file, e["job"], "jobs.job"), Beside(file, e["job"].Scalar()) + ": " + parsed.status().reason());
       return parsed.status();
     }
     fj.job = *parsed;
@@ -195,7 +195,7 @@ Result<Pool> FleetPool(const YAML::Node& p, const std::string& text, const std::
     const std::string path = Beside(file, p.Scalar());
     auto pool = LoadPoolFile(path, catalog);
     if (!pool.ok() && pool.status().location().file == path && pool.status().location().line == 0)
-      return Bad(YamlWhere(file, p, "pool"), pool.status().reason());
+      return Bad(YamlWhere(file, p, "pool"), path + ": " + pool.status().reason());
     return pool;
   }
   if (!p.IsMap()) return Bad(YamlWhere(file, p, "pool"), "a path to a pool file, or the pool inline {pool, groups: [...]}");

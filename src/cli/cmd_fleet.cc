@@ -31,9 +31,17 @@ const std::vector<FlagSpec>& FleetFlags() {
 
 Location Flag(const std::string& name) { return {"command line", 0, "--" + name}; }
 
+constexpr size_t kCardsWidth = 34;  // the cards column of the text table
+
 std::string Cards(const Fleet& fleet, const FleetAssignment& a) {
   std::string s;
-  for (const auto& g : a.gpus) s += (s.empty() ? "" : " + ") + fleet.pool.groups[g.group].name + " x" + std::to_string(g.count);
+  int64_t n = 0;
+  for (const auto& g : a.gpus) {
+    s += (s.empty() ? "" : " + ") + fleet.pool.groups[g.group].name + " x" + std::to_string(g.count);
+    n += g.count;
+  }
+  // Too long for its column: the count (the layout line below names every group's cards).
+  if (s.size() > kCardsWidth) s = std::to_string(n) + " cards of " + std::to_string(a.gpus.size()) + " groups";
   return s.empty() ? "-" : s;
 }
 

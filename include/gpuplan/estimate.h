@@ -127,6 +127,7 @@ struct StepEstimate {
   double checkpoint_bytes = 0, checkpoint_write_s = 0;
   double peak_flops = 0;                // per GPU at the training precision
   int64_t grad_accum = 1;
+  double head_compute_s = 0;            // of breakdown.compute_s: the output layer (the last stage's alone)
   bool feasible = true;                 // false: a needed hardware number is unknown
   std::string infeasible_reason;
 };

@@ -34,7 +34,8 @@ struct PoolPlanResult {
   double search_s = 0;
 };
 
-// Infeasible (exit 2) when no layout fits; bad input for a job the pool cannot take at all.
+// No layout fits: `plans` is empty and `rejections` say why (the CLI exits 2 with them). Bad input for a job the
+// planner cannot take at all (no global batch, vpp > 1, a pinned tp or dp that cannot divide what it must).
 Result<PoolPlanResult> PlanOnPool(const Job& job, const Pool& pool, const Catalog& catalog, const Calibration& cal,
                                   const PoolPlanOptions& options);
 

@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "ledger_flags.h"
 #include "gpuplan/report.h"
+#include "gpuplan/pool_report.h"
 #include "gpuplan/pool_validation.h"
 #include "gpuplan/serving_validation.h"
 
@@ -63,12 +64,44 @@ Result<std::string> ValidateServingFiles(const Args& args, const std::vector<std
 }
 }  // namespace
 
+namespace {
+// `estimate JOB --pool POOL.yaml`: the pinned layout over the pool's groups (docs/model/pools.md MX§1-§5).
+int EstimateOnPoolCommand(const Args& args, Format format) {
+  const bool json = format == Format::kJson;
+  for (const char* flag : {"ledger", "ops"})
+    if (args.Has(flag))
+      return Fail(Status::BadInput({"command line", 0, std::string("--") + flag}, "not available with --pool"), json);
+  auto ctx = LoadContext(args, /*finalize_job=*/false);
+  if (!ctx.ok()) return Fail(ctx.status(), json);
+  auto pool = LoadPoolFile(args.Get("pool"), ctx->catalog);
+  if (!pool.ok()) return Fail(pool.status(), json);
+  auto job = FinalizeJobForPool(ctx->job, *pool);
+  if (!job.ok()) return Fail(job.status(), json);
+  auto layout = LayoutFromJob(*job, *pool);
+  if (!layout.ok()) return Fail(layout.status(), json);
+  auto est = EstimateOnPool(*job, *pool, *layout, ctx->catalog, ctx->cal);
+  if (!est.ok()) return Fail(est.status(), json);
+  if (json) {
+    nlohmann::json out = PoolEstimateToJson(*pool, *est);
+    if (!est->fits) out["error"] = ErrorToJson(Status::Infeasible(est->not_fit_reason))["error"];
+    std::printf("%s\n", DumpJson(out).c_str());
+  } else {
+    const std::string text = PoolEstimateToText(*pool, *est, format == Format::kMarkdown);
+    if (format == Format::kMarkdown) std::printf("%s", text.c_str());
+    else PrintFitted(text);
+    if (!est->fits) std::fprintf(stderr, "gpuplan: %s: does not fit: %s\n", args.Get("pool").c_str(), est->not_fit_reason.c_str());
+  }
+  return est->fits ? 0 : 2;
+}
+}  // namespace
+
 int CmdEstimate(const std::vector<std::string>& argv) {
   const bool json = WantsJson(argv);
   static const std::vector<FlagSpec> flags = [] {
     std::vector<FlagSpec> f = JobCommandFlags();
     for (auto& l : LedgerFlags()) f.push_back(l);
     f.push_back({"ops", false, "also print one layer's ops (FLOPs, HBM bytes, kernels, forward/backward time; JSON: \"ops\")"});
+    f.push_back({"pool", true, "POOL.yaml: the job over a mixed pool (groups of cards; docs/model/pools.md): stages, cards, time, cost"});
     return f;
   }();
   auto args = ParseArgs(argv, flags, true);
@@ -82,6 +115,7 @@ int CmdEstimate(const std::vector<std::string>& argv) {
   if (Status st = RefuseServingFlags(*args, "estimate"); !st.ok()) return Fail(st, json);
   auto format = GetFormat(*args);
   if (!format.ok()) return Fail(format.status(), json);
+  if (args->Has("pool")) return EstimateOnPoolCommand(*args, *format);
   auto ctx = LoadContext(*args);
   if (!ctx.ok()) return Fail(ctx.status(), json);
   std::vector<CalibrationOverride> measured;

@@ -30,7 +30,7 @@ const std::vector<FlagSpec>& ExportFlags() {
     f.push_back({"port", true, "rendezvous / master port (default 29500)"});
     f.push_back({"job-name", true, "job name in Slurm/Kubernetes/SkyPilot and the rendezvous id (default gpuplan)"});
     f.push_back({"image", true, "container image for kubernetes (default: a placeholder to fill in)"});
-    f.push_back({"engine-version", true, "engine release: torchtitan 0.2 = the v0.2.x TOML (default: the pinned current release)"});
+    f.push_back({"engine-version", true, "engine release: torchtitan 0.2 = the v0.2.x TOML; megatron 0.12 = check uneven stages against that release (default: the pinned release)"});
     f.push_back({"fabric-env", true, "your copy of data/fabric_env.csv (same columns), used instead of it"});
     f.push_back({"threads", true, "search threads (default 2)"});
     f.push_back({"serving", false, "export a serving setup (vllm|sglang|tensorrt-llm|kubernetes); implied by a job's serving.* keys"});

@@ -50,6 +50,7 @@ int CmdPlanPool(const Args& args, const Context& ctx, Format format, bool json) 
   if (format == Format::kJson) {
     nlohmann::json out = PoolPlanToJson(*pool, *result);
     out["inputs"] = JobToJson(ctx.job);
+    out["inputs"].erase("cluster");  // the pool's groups are the hardware
     std::printf("%s\n", DumpJson(out).c_str());
   } else {
     const std::string text = PoolPlanToText(*pool, *result, format == Format::kMarkdown);

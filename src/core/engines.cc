@@ -155,8 +155,10 @@ const Check kLayoutChecks[] = {
     {[](const EngineCaps& e, const Job& j, int64_t) { return j.parallel.vpp > 1 && !e.vpp; },
      [](const Job& j, int64_t) { return Gap{"interleaved pipeline stages", "parallel.vpp", Str(j.parallel.vpp), "parallel.vpp 1"}; }},
     {[](const EngineCaps& e, const Job& j, int64_t) {
+       // An explicit parallel.layer_split says each stage's blocks: whether the engine takes that list is the
+       // export's question (data/pipeline_splits.csv), not this divisibility.
        const ParallelSpec& q = j.parallel;
-       return (q.vpp > 1 || e.pp == PipelineRule::kEven) && j.arch.layers % (q.pp * q.vpp) != 0;
+       return q.layer_split.empty() && (q.vpp > 1 || e.pp == PipelineRule::kEven) && j.arch.layers % (q.pp * q.vpp) != 0;
      },
      [](const Job& j, int64_t) {
        return Gap{"layers that do not divide into pipeline stages", "model.layers",
@@ -233,7 +235,9 @@ std::string Sentence(const Check& c, const Job& j, int64_t gpn, const std::strin
   std::vector<std::string> can;
   for (const char* f : {"megatron", "torchtitan", "deepspeed", "accelerate"}) {
     const EngineCaps* other = EngineForFormat(f);
-    if (other && f != name && !c.fails(*other, j, gpn)) can.push_back(std::string("--to ") + f);
+    // Stages of a given size (parallel.layer_split) need a pipeline: an engine without one is no way out.
+    const bool split_without_pipeline = other && !j.parallel.layer_split.empty() && j.parallel.pp > 1 && other->pp == PipelineRule::kNo;
+    if (other && f != name && !c.fails(*other, j, gpn) && !split_without_pipeline) can.push_back(std::string("--to ") + f);
   }
   std::string use;
   for (size_t i = 0; i < can.size(); ++i) use += (i == 0 ? "" : i + 1 == can.size() ? " or " : ", ") + can[i];

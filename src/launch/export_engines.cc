@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "gpuplan/calibration.h"
 #include "gpuplan/engines.h"
 #include "gpuplan/launch.h"
+#include "gpuplan/pipeline_split.h"
 #include "gpuplan/plan.h"
 #include "gpuplan/quote.h"
 
@@ -438,6 +440,9 @@ std::vector<Artifact> ExportTorchrun(const LaunchPlan& p) {
   LaunchSpec l{"torchrun", p.script, p.script_args, {}, {}, {}};
   l.notes.push_back("torchrun carries the nodes and processes per node only: the layout (" + LayoutString(p.job) + ") and the batch");
   l.notes.push_back("(micro-batch " + Str(p.job.training.micro_batch) + " x " + Str(p.grad_accum) + " accumulation) are the script's.");
+  if (!EvenLayerSplit(p.job.parallel.layer_split))
+    l.notes.push_back("The script builds uneven pipeline stages: " + LayerSplitText(p.job.parallel.layer_split) +
+                      " blocks (parallel.layer_split), the embedding on the first, the output layer on the last.");
   for (const auto& n : CheckpointNotes(p)) l.notes.push_back(n);
   return {LaunchSh(p, l)};
 }
@@ -595,9 +600,75 @@ std::string MicrobatchGroupNote(const LaunchPlan& p, const std::string& key) {
          Str(m) + "] it runs\n# (megatron/core/pipeline_parallel/schedules.py: pp <= group <= micro-batches, remainder 0 or >= pp).\n";
 }
 
+// ---- uneven pipeline stages (parallel.layer_split; data/pipeline_splits.csv, docs/export.md "Uneven pipeline stages") ----
+
+// The form the plan's split takes on `engine` at the export's release; nullptr for an even split (CannotExpress
+// has refused a split the engine cannot say before any exporter runs).
+const SplitForm* SplitFormOf(const std::string& engine, const LaunchPlan& p) {
+  return ChooseSplitForm(engine, p.engine_version, p.job.parallel.layer_split).form;
+}
+
+// The blocks of the first and the last stage when they differ from the stages between (both when pp is 2).
+struct FirstLast {
+  std::optional<int64_t> first, last;
+};
+FirstLast FirstLastOf(const std::vector<int64_t>& split) {
+  FirstLast fl;
+  if (split.size() < 2) return fl;
+  const bool two = split.size() == 2;
+  if (two || split.front() != split[1]) fl.first = split.front();
+  if (two || split.back() != split[1]) fl.last = split.back();
+  return fl;
+}
+
+// Megatron-LM's flags for the split: the first/last-stage pair when only those stages differ, else the layout
+// (megatron/training/arguments.py:3095-3110; the layer offsets: megatron/core/transformer/transformer_layer.py
+// get_transformer_layer_offset).
+Args MegatronSplitArgs(const LaunchPlan& p) {
+  const SplitForm* f = SplitFormOf("megatron", p);
+  if (!f) return {};
+  const auto& split = p.job.parallel.layer_split;
+  if (f->form == "layout") return {{"--pipeline-model-parallel-layout", MegatronLayout(split, false)}};
+  const FirstLast fl = FirstLastOf(split);
+  Args m;
+  if (fl.first) m.push_back({"--decoder-first-pipeline-num-layers", Str(*fl.first)});
+  if (fl.last) m.push_back({"--decoder-last-pipeline-num-layers", Str(*fl.last)});
+  return m;
+}
+
+// The same as Megatron-Bridge overrides (the TransformerConfig fields the flags set: megatron/training/
+// argument_utils.py:310-311; Bridge's scripts/translate_mlm_to_bridge.py maps them the same way). The layout is
+// written out block by block and quoted for Hydra: the file is read by word splitting, where '*' would glob.
+std::vector<std::string> BridgeSplitOverrides(const LaunchPlan& p) {
+  const SplitForm* f = SplitFormOf("megatron", p);
+  if (!f) return {};
+  const auto& split = p.job.parallel.layer_split;
+  if (f->form == "layout") return {"model.pipeline_model_parallel_layout='" + MegatronLayout(split, true) + "'"};
+  const FirstLast fl = FirstLastOf(split);
+  std::vector<std::string> o;
+  if (fl.first) o.push_back("model.num_layers_in_first_pipeline_stage=" + Str(*fl.first));
+  if (fl.last) o.push_back("model.num_layers_in_last_pipeline_stage=" + Str(*fl.last));
+  return o;
+}
+
+// The comment over the split's flags: which stage holds what, in which keys (`keys`, "" = the engine's own
+// options), and where the rule is read.
+std::string SplitNote(const std::string& engine, const LaunchPlan& p, const std::string& comment, const std::string& keys = "") {
+  const SplitForm* f = SplitFormOf(engine, p);
+  if (!f) return "";
+  std::string s = comment + "Uneven pipeline stages (parallel.layer_split " + LayerSplitText(p.job.parallel.layer_split) +
+                  " blocks; the embedding on the first stage,\n" + comment + "the output layer on the last): " + (keys.empty() ? f->keys : keys) + "\n" +
+                  comment + "(" + f->source + " @ " + f->commit.substr(0, 7) + (f->min_version.empty() ? "" : "; since " + f->min_version) + ").\n";
+  if (engine == "megatron" && !p.engine_version.empty())
+    s += comment + "--engine-version " + p.engine_version + ": the split options are checked against that release; the other flags are\n" +
+         comment + "those of the pinned release (docs/export.md \"Pinned versions\").\n";
+  return s;
+}
+
 Args MegatronParallelArgs(const LaunchPlan& p) {
   const ParallelSpec& q = p.job.parallel;
   Args m = {{"--tensor-model-parallel-size", Str(q.tp)}, {"--pipeline-model-parallel-size", Str(q.pp)}};
+  for (auto& a : MegatronSplitArgs(p)) m.push_back(std::move(a));
   if (q.vpp > 1) m.push_back({"--num-layers-per-virtual-pipeline-stage", Str(p.job.arch.layers / (q.pp * q.vpp))});
   if (const int64_t g = MicrobatchGroup(p); g > 0) m.push_back({"--microbatch-group-size-per-virtual-pipeline-stage", Str(g)});
   m.push_back({"--context-parallel-size", Str(q.cp)});
@@ -661,6 +732,7 @@ std::string MegatronArgsFile(const LaunchPlan& p) {
   if (p.job.arch.mlp == MlpKind::kGeGlu) s += "# geglu: no flag sets it; set the MLP activation in the model spec.\n";
   if (p.job.arch.norms_per_layer != 2) s += "# norms per layer " + Str(p.job.arch.norms_per_layer) + ": set them in the model spec.\n";
   s += MegatronArchNotes(p) + MegatronFinetuneNotes(p) + MicrobatchGroupNote(p, "--microbatch-group-size-per-virtual-pipeline-stage");
+  s += SplitNote("megatron", p, "# ");
   s += "MEGATRON_ARGS=(\n";
   for (const Args& group : {MegatronModelArgs(p.job), MegatronArchArgs(p), MegatronParallelArgs(p), MegatronTrainingArgs(p)})
     for (const auto& [flag, value] : group) s += "  " + flag + (value.empty() ? "" : " " + ShellQuote(value)) + "\n";
@@ -707,6 +779,7 @@ std::vector<std::string> BridgeOverrides(const LaunchPlan& p) {
   const ParallelSpec& q = j.parallel;
   const TrainingSpec& t = j.training;
   std::vector<std::string> o = {"model.tensor_model_parallel_size=" + Str(q.tp), "model.pipeline_model_parallel_size=" + Str(q.pp)};
+  for (auto& x : BridgeSplitOverrides(p)) o.push_back(std::move(x));
   if (q.vpp > 1) o.push_back("model.virtual_pipeline_model_parallel_size=" + Str(q.vpp));
   if (const int64_t g = MicrobatchGroup(p); g > 0) o.push_back("model.microbatch_group_size_per_vp_stage=" + Str(g));
   o.push_back("model.context_parallel_size=" + Str(q.cp));
@@ -756,6 +829,10 @@ std::string BridgeFile(const LaunchPlan& p) {
     s += "# Fine-tune from Hugging Face weights: import them once (scripts/conversion/convert.sh import ... --megatron-path DIR)\n"
          "# and add checkpoint.pretrained_checkpoint=DIR (run_recipe.py --pretrained_checkpoint DIR).\n";
   s += MicrobatchGroupNote(p, "model.microbatch_group_size_per_vp_stage");
+  if (const SplitForm* f = SplitFormOf("megatron", p))
+    s += SplitNote("megatron", p, "# ",
+                   f->form == "layout" ? "model.pipeline_model_parallel_layout (block by block)"
+                                       : "model.num_layers_in_first_pipeline_stage / model.num_layers_in_last_pipeline_stage");
   for (const auto& o : BridgeOverrides(p)) s += o + "\n";
   for (const auto& o : BridgeCheckpointOverrides(p)) s += o + "\n";
   return s;
@@ -866,6 +943,28 @@ std::vector<std::pair<std::string, int64_t>> TitanStageSplit(const LaunchPlan& p
   return k;
 }
 
+// torchtitan's module_fqns_per_model_part for the plan's split (data/pipeline_splits.csv): one list of module
+// names per stage, used as given (distributed/pipeline_parallel.py); the head is `output` in v0.2.x and `lm_head`
+// on main. A multi-line array: `indent` before each stage, `close` before the final bracket.
+std::string TitanFqnLists(const LaunchPlan& p, bool main_form) {
+  constexpr size_t kNamesPerLine = 8;  // keeps a stage's line near 100 columns
+  const std::string indent = main_form ? "        " : "  ", close = main_form ? "    " : "";
+  const auto& split = p.job.parallel.layer_split;
+  std::string s = "[\n";
+  int64_t layer = 0;
+  for (size_t i = 0; i < split.size(); ++i) {
+    std::vector<std::string> names;
+    if (i == 0) names.push_back("tok_embeddings");
+    for (int64_t k = 0; k < split[i]; ++k) names.push_back("layers." + Str(layer++));
+    if (i + 1 == split.size()) names.insert(names.end(), {"norm", main_form ? "lm_head" : "output"});
+    s += indent + "[";
+    for (size_t n = 0; n < names.size(); ++n)
+      s += (n == 0 ? "" : n % kNamesPerLine == 0 ? ",\n" + indent + " " : ", ") + nlohmann::json(names[n]).dump();
+    s += "],\n";
+  }
+  return s + close + "]";
+}
+
 // torchtitan's parallelism settings, one list for both forms: the v0.2.x TOML's [parallelism] and main's
 // config.parallelism (the same field names; main adds enable_sequence_parallel and counts microbatches).
 struct TitanSetting {
@@ -887,7 +986,11 @@ std::vector<TitanSetting> TitanParallelSettings(const LaunchPlan& p, bool main_f
       v.push_back({"num_pp_microbatches", Str(p.grad_accum), "the accumulation runs as pipeline microbatches"});
     else
       v.push_back({"pipeline_parallel_microbatch_size", Str(p.job.training.micro_batch), ""});
-    for (const auto& [key, value] : TitanStageSplit(p)) v.push_back({key, Str(value), ""});
+    if (SplitFormOf("torchtitan", p))
+      v.push_back({"module_fqns_per_model_part", TitanFqnLists(p, main_form),
+                   "parallel.layer_split " + LayerSplitText(p.job.parallel.layer_split) + " blocks per stage"});
+    else
+      for (const auto& [key, value] : TitanStageSplit(p)) v.push_back({key, Str(value), ""});
   }
   v.push_back({"context_parallel_degree", Str(q.cp), ""});
   v.push_back({"expert_parallel_degree", Str(q.ep), ""});
@@ -1089,6 +1192,9 @@ std::string CannotExpress(ExportFormat engine, const LaunchPlan& plan) {
   const EngineCaps* e = EngineForFormat(name);
   if (!e) return "";
   if (std::string why = EngineCannotTrain(*e, plan.job, name); !why.empty()) return why;
+  // Uneven stages first: the engine's own reason (DeepSpeed's partition_method) says more than "no pipeline".
+  const std::string version = engine == ExportFormat::kMegatron || engine == ExportFormat::kTorchtitan ? plan.engine_version : "";
+  if (SplitChoice c = ChooseSplitForm(name, version, plan.job.parallel.layer_split); !c.refusal.empty()) return c.refusal;
   return EngineCannotLayout(*e, plan.job, plan.gpus_per_node, name);
 }
 
@@ -1111,8 +1217,15 @@ Status CheckEngineVersion(ExportFormat engine, const std::string& version) {
       return Status::Ok();
     return Status::BadInput(where, "'" + version + "': torchtitan exports main's Python config (the default) or, with 0.2, the v0.2.x TOML");
   }
+  // megatron: the Megatron-Core release the pipeline split options are checked against (data/pipeline_splits.csv).
+  int64_t release[3];
+  if (engine == ExportFormat::kMegatron) {
+    if (ParseRelease(version, release)) return Status::Ok();
+    return Status::BadInput(where, "'" + version + "': megatron takes a Megatron-Core release (0.12, core_v0.12.0, core_r0.13.0)");
+  }
   return Status::BadInput(where, "'" + version + "': " + ToString(engine) +
-                                     " has one pinned version (docs/export.md \"Pinned versions\"); only torchtitan takes --engine-version 0.2");
+                                     " has one pinned version (docs/export.md \"Pinned versions\"); only torchtitan (0.2) and megatron (a "
+                                     "Megatron-Core release, for the pipeline split) take --engine-version");
 }
 
 Result<std::vector<Artifact>> ExportEngine(ExportFormat engine, const LaunchPlan& plan, const Catalog& catalog) {

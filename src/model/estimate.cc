@@ -373,6 +373,7 @@ struct StepContext {
   GroupPlacement gp{};
   double attn_bwd_factor = 2, t_attn_fwd = 0;  // C§2 the attention core of one layer, forward
   double t_mb_compute = 0, t_mb_fwd = 0, t_mb_bwd = 0;  // C§4 one micro-batch and its two shares
+  double t_mb_head = 0;  // of t_mb_compute: the output layer (the last stage's alone; P§1)
   double flops_recompute = 0;  // per layer and micro-batch
 };
 
@@ -421,6 +422,8 @@ void ComputeMicroBatch(const Job& job, const HardwareContext& hw, StepContext& c
                    ActivationOffloadTime(job, hw, L, L * layer.fwd_s * k.framework_overhead,
                                          L * (layer.bwd_s + layer.recompute_s) * k.framework_overhead);
   c.t_mb_fwd = (L * layer.fwd_s + head_fwd_s) * k.framework_overhead;
+  c.t_mb_head = head_s * k.framework_overhead;
+  e.head_compute_s = c.m * c.t_mb_head;
   c.t_mb_bwd = c.t_mb_compute - c.t_mb_fwd;
   // Every GPU runs its stage's layers; only the last stage's GPUs run the output layer.
   const double num_gpus = static_cast<double>(job.cluster.num_gpus);
@@ -609,8 +612,10 @@ void BubbleOptimizerOverhead(const Job& job, const HardwareContext& hw, const St
   const EfficiencyConstants& k = hw.k;
   const double m = c.m, L = c.L;
   StepBreakdown& b = e.breakdown;
-  // ---- P§1 bubble: (p - 1) / v micro-batch times (Narayanan et al. 2021 §2.2).
-  if (par.pp > 1) b.bubble_s = static_cast<double>(par.pp - 1) / par.vpp * c.t_mb_compute;
+  // ---- P§1 bubble: (p - 1) / v micro-batch times of the stages that fill and drain around the slowest
+  // (Narayanan et al. 2021 §2.2); the slowest is the last (ceil(L/p) layers + the output layer), the others
+  // hold no output layer.
+  if (par.pp > 1) b.bubble_s = static_cast<double>(par.pp - 1) / par.vpp * (c.t_mb_compute - c.t_mb_head);
   // ---- C§5 optimizer step: memory-bound pass over the local (sharded) trainable parameters.
   const double opt_params = sh.trainable_local / (par.zero >= 1 ? static_cast<double>(sh.dpn) : 1.0);
   b.optimizer_s = OptimizerStepTime(job, hw, opt_params, sh.gbytes, sh.wbytes);

@@ -149,7 +149,8 @@ Result<PoolEstimate> EstimateOnPool(const Job& job, const Pool& pool, const Pool
       if (!e.feasible) return Status::BadInput(g.where, e.infeasible_reason);
       StagePart part;
       part.group = gi, part.gpus = n, part.replicas = std::max<int64_t>(1, n / (l.tp * l.cp));
-      const StepBreakdown& b = e.breakdown;
+      StepBreakdown b = e.breakdown;
+      if (s != l.pp - 1) b.compute_s -= e.head_compute_s;  // the output layer is the last stage's alone (P§1)
       part.microbatch_s = (b.compute_s + b.tp_comm_s + b.cp_comm_s + b.ep_comm_s) / static_cast<double>(e.grad_accum);
       part.memory = EstimateMemoryForStage(pj, static_cast<int>(s), cal, false);
       part.capacity_bytes = hw->gpu.memory_bytes;

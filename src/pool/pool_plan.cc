@@ -134,7 +134,8 @@ class Search {
   void Orders(int64_t tp, int64_t dp, const std::vector<int64_t>& counts);
   // Pricing one family (MX§6.2-§6.3).
   bool Evaluate(Family& f, bool count_rejection);
-  const PartTime& Time(size_t g, const Family& f, int64_t blocks);
+  // `last`: the stage holds the output layer (every other stage leaves it out, MX§2).
+  const PartTime& Time(size_t g, const Family& f, bool last, int64_t blocks);
   StageRoom Room(size_t g, const Family& f, int64_t stage);
   double StepOf(const Family& f, const std::vector<int64_t>& split, bool* ok);
   bool Balance(Family& f, const std::vector<int64_t>& caps, std::vector<int64_t>& split);
@@ -348,8 +349,8 @@ void Search::Orders(int64_t tp, int64_t dp, const std::vector<int64_t>& counts) 
 
 // ---- MX§6.2 pricing a stage part, cached ----
 
-const PartTime& Search::Time(size_t g, const Family& f, int64_t blocks) {
-  const Key key{static_cast<int64_t>(g), f.tp, f.dp, f.pp, blocks, f.mb, 0};
+const PartTime& Search::Time(size_t g, const Family& f, bool last, int64_t blocks) {
+  const Key key{static_cast<int64_t>(g), f.tp, f.dp, f.pp, blocks, f.mb, last ? 2 : 0};
   auto it = times_.find(key);
   if (it != times_.end()) return it->second;
   PoolLayout l;
@@ -360,7 +361,8 @@ const PartTime& Search::Time(size_t g, const Family& f, int64_t blocks) {
   PartTime t;
   t.ok = e.feasible;
   t.why = e.infeasible_reason;
-  const StepBreakdown& b = e.breakdown;
+  StepBreakdown b = e.breakdown;
+  if (!last) b.compute_s -= e.head_compute_s;  // the output layer is the last stage's alone (MX§2, P§1)
   const double m = static_cast<double>(e.grad_accum);
   t.micro_batches = m;
   t.microbatch_s = (b.compute_s + b.tp_comm_s + b.cp_comm_s + b.ep_comm_s) / m;
@@ -403,7 +405,7 @@ double Search::StepOf(const Family& f, const std::vector<int64_t>& split, bool* 
   size_t slow = 0, last = 0;
   std::vector<const PartTime*> t(split.size());
   for (size_t s = 0; s < split.size(); ++s) {
-    t[s] = &Time(f.stage_group[s], f, split[s]);
+    t[s] = &Time(f.stage_group[s], f, s + 1 == split.size(), split[s]);
     if (!t[s]->ok) {
       *ok = false;
       return 0;
@@ -429,9 +431,9 @@ bool Search::Balance(Family& f, const std::vector<int64_t>& caps, std::vector<in
     double best_t = 0, best_inc = 0;
     for (size_t s = 0; s < split.size(); ++s) {
       if (split[s] >= caps[s]) continue;
-      const PartTime& next = Time(f.stage_group[s], f, split[s] + 1);
+      const PartTime& next = Time(f.stage_group[s], f, s + 1 == split.size(), split[s] + 1);
       if (!next.ok) continue;
-      const double inc = next.microbatch_s - Time(f.stage_group[s], f, split[s]).microbatch_s;
+      const double inc = next.microbatch_s - Time(f.stage_group[s], f, s + 1 == split.size(), split[s]).microbatch_s;
       if (best == split.size() || next.microbatch_s < best_t || (next.microbatch_s == best_t && inc < best_inc))
         best = s, best_t = next.microbatch_s, best_inc = inc;
     }
@@ -488,9 +490,12 @@ void Search::RejectMemory(const Family& f, const std::vector<int64_t>& caps, con
     reason = "out of memory on " + card + " at any split: one block on stage " + Str(static_cast<int64_t>(worst)) + " needs " +
              Gib(rooms[worst].one_block_bytes) + " per GPU" + where;
   else
-    reason = "out of memory on " + card + " at any split: " + Str(layers) + " blocks over " + Str(f.pp) + " stages need " +
+    reason = "out of memory on " + card + " at any split: " + Str(layers) + " blocks over " + Str(f.pp) + (f.pp == 1 ? " stage need " : " stages need ") +
              Str((layers + f.pp - 1) / f.pp) + " per stage; a stage on it holds at most " + Str(caps[worst]) + where;
-  rejections_.Add("memory", pg.name, reason, static_cast<double>(room) / static_cast<double>(layers));
+  // Closest to fitting: the most blocks held per block needed; when a stage cannot hold one, the least need per budget.
+  double score = static_cast<double>(room) / static_cast<double>(layers);
+  if (caps[worst] < 1) score = -rooms[worst].one_block_bytes / info.budget_bytes;
+  rejections_.Add("memory", pg.name, reason, score);
 }
 
 // One family at one micro-batch: the rooms, the balanced split, its step. False when it does not fit.
@@ -513,7 +518,7 @@ bool Search::Evaluate(Family& f, bool count_rejection) {
   bool ok = Balance(f, caps, split);
   double step = ok ? StepOf(f, split, &ok) : 0;
   if (!ok) {
-    const PartTime& t = Time(f.stage_group[0], f, 1);
+    const PartTime& t = Time(f.stage_group[0], f, f.pp == 1, 1);
     if (count_rejection) rejections_.Add("model", t.why, t.why.empty() ? "the model cannot price a stage of this layout" : t.why);
     return false;
   }

@@ -1,6 +1,6 @@
 // Properties of the pool planner over random pools and jobs (docs/model/pools.md MX§6):
 //  - moving one block from the slowest stage to a stage that stays faster than it was never slows the pipeline
-//    (EstimateOnPool: with enough micro-batches the pace term dominates what the move adds to the fill);
+//    (EstimateOnPool's busy part and fill: with enough micro-batches the pace term dominates what the move adds);
 //  - no single-block move between groups makes the planner's best split faster (the split is balanced);
 //  - every plan respects nodes_available, group_gpus and max_gpus.
 #include <gtest/gtest.h>
@@ -82,7 +82,9 @@ TEST(PoolPlanProperty, PlansRespectTheGroupsAndTheirSplitIsBalanced) {
         EXPECT_LE(used[g], opt.group_gpus[g]) << "seed " << seed << "\n" << c.text;
         total += used[g];
       }
-      if (opt.max_gpus > 0) EXPECT_LE(total, opt.max_gpus) << "seed " << seed;
+      if (opt.max_gpus > 0) {
+        EXPECT_LE(total, opt.max_gpus) << "seed " << seed;
+      }
       EXPECT_EQ(total, l.Gpus());
     }
     if (r->plans.empty()) continue;
@@ -106,8 +108,11 @@ TEST(PoolPlanProperty, PlansRespectTheGroupsAndTheirSplitIsBalanced) {
 }
 
 // Moving one block from the (unique) slowest stage to a stage that, with it, is still faster than the slowest was,
-// never slows the pipeline. Holds when the micro-batches per step (m) exceed the ratio of the cards' per-block
-// times: the pace drops by m x one block on the slow card, the fill grows by at most one block on the other.
+// never slows the pipeline: its busy part and its fill and drain (compute, bubble and the exposed tp/cp/ep traffic of
+// the pace). Holds when the micro-batches per step (m) exceed the ratio of the cards' per-block times: the pace drops
+// by m x one block on the slow card, the fill grows by at most one block on the other. The work after the last
+// micro-batch is left out on purpose: a stage's pipeline sends hide under its own compute (MX§3), so a stage that loses
+// a block can expose more of them (an L40S stage on 100 Gb/s TCP: +0.06 s for a 0.015 s faster pace).
 TEST(PoolPlanProperty, MovingABlockOffTheSlowestStageNeverSlowsThePipeline) {
   const uint64_t seed = std::random_device{}();
   std::mt19937_64 rng(seed);
@@ -154,9 +159,13 @@ TEST(PoolPlanProperty, MovingABlockOffTheSlowestStageNeverSlowsThePipeline) {
       // m is at least 64 here; every card pair above has a per-block time ratio below that.
       ASSERT_GE(m, 64);
       ++checked;
-      EXPECT_LE(after->step_time_s, e->step_time_s * (1 + 1e-9))
+      auto pipeline = [](const PoolEstimate& x) {
+        const StepBreakdown& b = x.breakdown;
+        return b.compute_s + b.bubble_s + b.tp_comm_s + b.cp_comm_s + b.ep_comm_s;
+      };
+      EXPECT_LE(pipeline(*after), pipeline(*e) * (1 + 1e-9))
           << "moving a block from stage " << slow << " to " << to << " slowed " << PoolStagesString(c.pool, *e) << " ("
-          << e->step_time_s << " s) to " << after->step_time_s << " s; seed " << seed << "\n" << c.text;
+          << pipeline(*e) << " s) to " << pipeline(*after) << " s; seed " << seed << "\n" << c.text;
     }
   }
   std::printf("moves checked: %d\n", checked);

@@ -975,7 +975,7 @@ parallel: {tp: 2, pp: 2, vpp: 2, zero: 3, sequence_parallel: true}
   EXPECT_NE(v02["torchtitan.toml"].content.find("written for torchtitan v0.2.2"), std::string::npos);
 }
 
-TEST(ExportEngineVersion, OnlyTorchtitanTakesOne) {
+TEST(ExportEngineVersion, TorchtitanAndMegatronTakeOneTheOthersRefuse) {
   LaunchPlan p = MakePlan(With(k2x8, "zero: 3"));
   p.engine_version = "0.2.2";
   EXPECT_TRUE(ExportEngine(ExportFormat::kTorchtitan, p, Cat()).ok());
@@ -983,6 +983,12 @@ TEST(ExportEngineVersion, OnlyTorchtitanTakesOne) {
   auto bad = ExportEngine(ExportFormat::kTorchtitan, p, Cat());
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), StatusCode::kBadInput);
+  // megatron: the Megatron-Core release uneven pipeline stages are checked against (export_split_test.cc).
+  LaunchPlan m = MakePlan(With(k2x8, "tp: 2, pp: 2"));
+  m.engine_version = "core_v0.12.0";
+  EXPECT_TRUE(ExportEngine(ExportFormat::kMegatron, m, Cat()).ok());
+  m.engine_version = "latest";
+  EXPECT_FALSE(ExportEngine(ExportFormat::kMegatron, m, Cat()).ok());
   p.engine_version = "0.2";
   auto acc = ExportEngine(ExportFormat::kAccelerate, p, Cat());
   ASSERT_FALSE(acc.ok());

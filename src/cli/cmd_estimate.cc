@@ -68,7 +68,7 @@ namespace {
 // `estimate JOB --pool POOL.yaml`: the pinned layout over the pool's groups (docs/model/pools.md MX§1-§5).
 int EstimateOnPoolCommand(const Args& args, Format format) {
   const bool json = format == Format::kJson;
-  for (const char* flag : {"ledger", "ops"})
+  for (const char* flag : {"ops"})
     if (args.Has(flag))
       return Fail(Status::BadInput({"command line", 0, std::string("--") + flag}, "not available with --pool"), json);
   auto ctx = LoadContext(args, /*finalize_job=*/false);
@@ -99,9 +99,13 @@ int CmdEstimate(const std::vector<std::string>& argv) {
   const bool json = WantsJson(argv);
   static const std::vector<FlagSpec> flags = [] {
     std::vector<FlagSpec> f = JobCommandFlags();
-    for (auto& l : LedgerFlags()) f.push_back(l);
+    // --pool: without --ledger a pool file (the job over its groups); with --ledger the ledger's pool (LedgerFlags).
+    for (auto& l : LedgerFlags())
+      f.push_back(l.name == "pool" ? FlagSpec{"pool", true,
+                                              "POOL.yaml: the job over a mixed pool (groups of one card type; docs/model/pools.md): "
+                                              "stages, cards, time, cost; with --ledger: the ledger pool whose measurements apply"}
+                                   : l);
     f.push_back({"ops", false, "also print one layer's ops (FLOPs, HBM bytes, kernels, forward/backward time; JSON: \"ops\")"});
-    f.push_back({"pool", true, "POOL.yaml: the job over a mixed pool (groups of cards; docs/model/pools.md): stages, cards, time, cost"});
     return f;
   }();
   auto args = ParseArgs(argv, flags, true);
@@ -115,7 +119,7 @@ int CmdEstimate(const std::vector<std::string>& argv) {
   if (Status st = RefuseServingFlags(*args, "estimate"); !st.ok()) return Fail(st, json);
   auto format = GetFormat(*args);
   if (!format.ok()) return Fail(format.status(), json);
-  if (args->Has("pool")) return EstimateOnPoolCommand(*args, *format);
+  if (args->Has("pool") && !args->Has("ledger")) return EstimateOnPoolCommand(*args, *format);
   auto ctx = LoadContext(*args);
   if (!ctx.ok()) return Fail(ctx.status(), json);
   std::vector<CalibrationOverride> measured;

@@ -86,7 +86,7 @@ int CmdPlan(const std::vector<std::string>& argv) {
   if (!args.ok()) return Fail(args.status(), json);
   if (args->Has("help")) {
     std::printf("usage: gpuplan plan JOB.yaml [--pool POOL.yaml] [--flags]\n\nThe job's parallel/cluster keys become pins; constraints.* "
-                "bound the search. With --pool: the groups, their order, tp, dp, pp, the layer split and the micro-batch over "
+                "bound the search.\nWith --pool: the groups used, their order, tp, dp, pp, the layer split and the micro-batch over "
                 "the pool's cards.\n\n%s",
                 FlagHelp(PlanFlags(), true).c_str());
     return 0;

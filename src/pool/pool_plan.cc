@@ -12,6 +12,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <tuple>
 #include <unordered_map>
 
 #include "gpuplan/engines.h"
@@ -48,7 +49,7 @@ struct KeyHash {
   }
 };
 
-// One stage part's time, as EstimateOnPool folds it (MX§3).
+// One stage part's time, as EstimateOnPool folds it (MX§3): the output layer's compute on the last stage only.
 struct PartTime {
   bool ok = false;
   std::string why;             // EstimateStep's reason when it cannot price the part
@@ -133,9 +134,17 @@ class Search {
   void CountVectors(int64_t tp, int64_t dp, const std::vector<bool>& allowed);
   void Orders(int64_t tp, int64_t dp, const std::vector<int64_t>& counts);
   // Pricing one family (MX§6.2-§6.3).
-  bool Evaluate(Family& f, bool count_rejection);
-  // `last`: the stage holds the output layer (every other stage leaves it out, MX§2).
-  const PartTime& Time(size_t g, const Family& f, bool last, int64_t blocks);
+  enum class Fit { kNo, kAtRoom, kFree };  // kFree: no stage of the split is at its memory room
+  Fit Evaluate(Family& f, bool count_rejection);
+  const PartTime& Time(size_t g, const Family& f, int64_t blocks, bool last);
+  // The layout's own table of part times by (group, last stage or not, blocks), filled from the cache on first use.
+  const PartTime& At(const Family& f, size_t g, int64_t blocks, bool last) {
+    std::vector<const PartTime*>& row = table_[2 * g + (last ? 1 : 0)];
+    if (static_cast<int64_t>(row.size()) <= blocks) row.resize(static_cast<size_t>(blocks) + 1, nullptr);
+    const PartTime*& t = row[static_cast<size_t>(blocks)];
+    if (!t) t = &Time(g, f, blocks, last);
+    return *t;
+  }
   StageRoom Room(size_t g, const Family& f, int64_t stage);
   double StepOf(const Family& f, const std::vector<int64_t>& split, bool* ok);
   bool Balance(Family& f, const std::vector<int64_t>& caps, std::vector<int64_t>& split);
@@ -156,7 +165,12 @@ class Search {
   int64_t max_gpus_ = 0;
   std::unordered_map<Key, PartTime, KeyHash> times_;
   std::unordered_map<Key, StageRoom, KeyHash> rooms_;
-  std::vector<Candidate> found_;
+  void Keep(Candidate c);
+  std::vector<Candidate> found_;  // the fastest candidates (bounded: Keep)
+  // The fastest step among candidates that give group g exactly n GPUs: the idle cards' reasons.
+  std::map<std::pair<size_t, int64_t>, double> best_by_count_;
+  std::vector<std::vector<const PartTime*>> table_;
+  std::vector<const PartTime*> step_parts_;  // StepOf's scratch  // per group: the current layout's part times by blocks
   Rejections rejections_;
   int64_t candidates_ = 0;
 };
@@ -308,49 +322,62 @@ void Search::CountVectors(int64_t tp, int64_t dp, const std::vector<bool>& allow
   }
 }
 
-// Every order of the used groups along the pipeline (at most 4! for four groups), each micro-batch from the smallest
-// up until memory stops it.
+// Every order of the used groups along the pipeline (at most 4! for four groups) at each micro-batch from the
+// smallest up until memory stops it. A part's time depends on its position only through the output layer (the last
+// stage's), and its memory room on the position: when an order balances without any stage at its room, no other order
+// ending on the same group can do better, and those are skipped (they would be the same plan).
 void Search::Orders(int64_t tp, int64_t dp, const std::vector<int64_t>& counts) {
   std::vector<size_t> used;
   for (size_t g = 0; g < counts.size(); ++g)
     if (counts[g] > 0) used.push_back(g);
   const int64_t stage_gpus = tp * base_.parallel.cp * dp;
   // More groups than kMaxPermutedGroups: the pool's order and its reverse only (5 groups would be 120 orders).
-  const bool all_orders = used.size() <= kMaxPermutedGroups;
-  int orders = 0;
-  do {
-    if (!all_orders && ++orders > 2) break;
+  std::vector<std::vector<size_t>> all;
+  if (used.size() > kMaxPermutedGroups) {
+    all = {used, std::vector<size_t>(used.rbegin(), used.rend())};
+  } else {
+    std::vector<size_t> order = used;
+    do all.push_back(order);
+    while (std::next_permutation(order.begin(), order.end()));
+  }
+  std::vector<std::vector<size_t>> orders;
+  for (const std::vector<size_t>& order : all) {
     // A group given part of a node must be last (ranks fill groups node by node).
     bool ok = true;
-    for (size_t i = 0; i + 1 < used.size(); ++i)
-      ok &= counts[used[i]] % pool_.groups[used[i]].gpus_per_node == 0;
-    if (!ok) continue;
-    Family f;
-    f.tp = tp, f.dp = dp;
-    for (size_t g : used) {
-      f.order.push_back(g), f.gpus.push_back(counts[g]);
-      for (int64_t s = 0; s < counts[g] / stage_gpus; ++s) f.stage_group.push_back(g);
-    }
-    f.pp = static_cast<int64_t>(f.stage_group.size());
-    const std::vector<int64_t> mbs = MicroBatches(dp);
-    if (mbs.empty())
-      rejections_.Add("batch", Str(dp), "micro-batch " + Str(base_.training.micro_batch) + " does not divide the per-replica batch " +
-                                            Str(base_.training.global_batch / dp) + " at dp " + Str(dp));
-    for (size_t i = 0; i < mbs.size(); ++i) {
-      f.mb = mbs[i];
+    for (size_t i = 0; i + 1 < order.size(); ++i) ok &= counts[order[i]] % pool_.groups[order[i]].gpus_per_node == 0;
+    if (ok) orders.push_back(order);
+  }
+  const std::vector<int64_t> mbs = MicroBatches(dp);
+  if (mbs.empty())
+    rejections_.Add("batch", Str(dp), "micro-batch " + Str(base_.training.micro_batch) + " does not divide the per-replica batch " +
+                                          Str(base_.training.global_batch / dp) + " at dp " + Str(dp));
+  for (size_t i = 0; i < mbs.size(); ++i) {
+    bool any_fit = false;
+    std::vector<size_t> settled;  // last groups of orders that balanced with room to spare
+    for (const std::vector<size_t>& o : orders) {
+      if (std::find(settled.begin(), settled.end(), o.back()) != settled.end()) continue;
+      Family f;
+      f.tp = tp, f.dp = dp, f.mb = mbs[i];
+      for (size_t g : o) {
+        f.order.push_back(g), f.gpus.push_back(counts[g]);
+        for (int64_t st = 0; st < counts[g] / stage_gpus; ++st) f.stage_group.push_back(g);
+      }
+      f.pp = static_cast<int64_t>(f.stage_group.size());
       ++candidates_;
-      // The smallest micro-batch that does not fit rejects the family; a larger one only ends the ladder (memory
-      // grows with the micro-batch).
-      if (!Evaluate(f, i == 0)) break;
+      // The smallest micro-batch that does not fit rejects the layout; a larger one only ends the ladder (memory grows
+      // with the micro-batch).
+      const Fit fit = Evaluate(f, i == 0);
+      any_fit |= fit != Fit::kNo;
+      if (fit == Fit::kFree) settled.push_back(o.back());
     }
-  } while (all_orders ? std::next_permutation(used.begin(), used.end())
-                      : (std::reverse(used.begin(), used.end()), true));
+    if (!any_fit) break;
+  }
 }
 
 // ---- MX§6.2 pricing a stage part, cached ----
 
-const PartTime& Search::Time(size_t g, const Family& f, bool last, int64_t blocks) {
-  const Key key{static_cast<int64_t>(g), f.tp, f.dp, f.pp, blocks, f.mb, last ? 2 : 0};
+const PartTime& Search::Time(size_t g, const Family& f, int64_t blocks, bool last) {
+  const Key key{static_cast<int64_t>(g), f.tp, f.dp, f.pp, blocks, f.mb, last ? 1 : 0};
   auto it = times_.find(key);
   if (it != times_.end()) return it->second;
   PoolLayout l;
@@ -362,7 +389,7 @@ const PartTime& Search::Time(size_t g, const Family& f, bool last, int64_t block
   t.ok = e.feasible;
   t.why = e.infeasible_reason;
   StepBreakdown b = e.breakdown;
-  if (!last) b.compute_s -= e.head_compute_s;  // the output layer is the last stage's alone (MX§2, P§1)
+  if (!last) b.compute_s -= e.head_compute_s;  // the output layer is the last stage's alone (P§1)
   const double m = static_cast<double>(e.grad_accum);
   t.micro_batches = m;
   t.microbatch_s = (b.compute_s + b.tp_comm_s + b.cp_comm_s + b.ep_comm_s) / m;
@@ -403,9 +430,10 @@ StageRoom Search::Room(size_t g, const Family& f, int64_t stage) {
 // work after the last micro-batch of the stage with the most of it.
 double Search::StepOf(const Family& f, const std::vector<int64_t>& split, bool* ok) {
   size_t slow = 0, last = 0;
-  std::vector<const PartTime*> t(split.size());
+  std::vector<const PartTime*>& t = step_parts_;
+  t.resize(split.size());
   for (size_t s = 0; s < split.size(); ++s) {
-    t[s] = &Time(f.stage_group[s], f, s + 1 == split.size(), split[s]);
+    t[s] = &At(f, f.stage_group[s], split[s], s + 1 == split.size());
     if (!t[s]->ok) {
       *ok = false;
       return 0;
@@ -431,9 +459,10 @@ bool Search::Balance(Family& f, const std::vector<int64_t>& caps, std::vector<in
     double best_t = 0, best_inc = 0;
     for (size_t s = 0; s < split.size(); ++s) {
       if (split[s] >= caps[s]) continue;
-      const PartTime& next = Time(f.stage_group[s], f, s + 1 == split.size(), split[s] + 1);
+      const bool last = s + 1 == split.size();
+      const PartTime& next = At(f, f.stage_group[s], split[s] + 1, last);
       if (!next.ok) continue;
-      const double inc = next.microbatch_s - Time(f.stage_group[s], f, s + 1 == split.size(), split[s]).microbatch_s;
+      const double inc = next.microbatch_s - At(f, f.stage_group[s], split[s], last).microbatch_s;
       if (best == split.size() || next.microbatch_s < best_t || (next.microbatch_s == best_t && inc < best_inc))
         best = s, best_t = next.microbatch_s, best_inc = inc;
     }
@@ -444,22 +473,31 @@ bool Search::Balance(Family& f, const std::vector<int64_t>& caps, std::vector<in
 }
 
 // Single-block moves between groups while the step (the full fold, not only the pace) gets shorter. The step depends
-// only on how many stages of each group hold how many blocks, so one stage per (group, blocks) class is tried as the
-// giver and one with memory room per class as the taker: every move between groups, in a few evaluations.
+// only on how many stages of each group hold how many blocks and on the last stage (the output layer's), so one stage
+// per (group, last, blocks) class is tried as the giver and one with memory room per class as the taker: every move
+// between groups, in a few evaluations.
 void Search::Improve(Family& f, const std::vector<int64_t>& caps, std::vector<int64_t>& split, double& step) {
   if (f.order.size() < 2) return;
+  // (group, last stage or not, blocks) -> one stage of that class
+  using Class = std::tuple<size_t, bool, int64_t>;
+  std::vector<std::pair<Class, size_t>> givers, takers;
+  auto add = [](std::vector<std::pair<Class, size_t>>& v, Class cls, size_t s) {
+    for (const auto& [c, _] : v)
+      if (c == cls) return;
+    v.push_back({cls, s});
+  };
   for (int64_t round = 0; round < base_.arch.layers; ++round) {
-    std::map<std::pair<size_t, int64_t>, size_t> givers, takers;
+    givers.clear(), takers.clear();
     for (size_t s = 0; s < split.size(); ++s) {
-      const std::pair<size_t, int64_t> cls{f.stage_group[s], split[s]};
-      if (split[s] > 1) givers.emplace(cls, s);
-      if (split[s] < caps[s]) takers.emplace(cls, s);
+      const Class cls{f.stage_group[s], s + 1 == split.size(), split[s]};
+      if (split[s] > 1) add(givers, cls, s);
+      if (split[s] < caps[s]) add(takers, cls, s);
     }
     double best = step;
     size_t from = 0, to = 0;
     for (const auto& [gc, i] : givers)
       for (const auto& [tc, j] : takers) {
-        if (gc.first == tc.first) continue;
+        if (std::get<0>(gc) == std::get<0>(tc)) continue;
         --split[i], ++split[j];
         bool ok = false;
         const double t = StepOf(f, split, &ok);
@@ -499,7 +537,8 @@ void Search::RejectMemory(const Family& f, const std::vector<int64_t>& caps, con
 }
 
 // One family at one micro-batch: the rooms, the balanced split, its step. False when it does not fit.
-bool Search::Evaluate(Family& f, bool count_rejection) {
+Search::Fit Search::Evaluate(Family& f, bool count_rejection) {
+  table_.assign(2 * pool_.groups.size(), {});
   std::vector<int64_t> caps(static_cast<size_t>(f.pp));
   std::vector<StageRoom> rooms(caps.size());
   int64_t room = 0;
@@ -512,17 +551,19 @@ bool Search::Evaluate(Family& f, bool count_rejection) {
   }
   if (!one_each || room < base_.arch.layers) {
     if (count_rejection) RejectMemory(f, caps, rooms);
-    return false;
+    return Fit::kNo;
   }
   std::vector<int64_t> split;
   bool ok = Balance(f, caps, split);
   double step = ok ? StepOf(f, split, &ok) : 0;
   if (!ok) {
-    const PartTime& t = Time(f.stage_group[0], f, f.pp == 1, 1);
+    const PartTime& t = Time(f.stage_group[0], f, 1, f.pp == 1);
     if (count_rejection) rejections_.Add("model", t.why, t.why.empty() ? "the model cannot price a stage of this layout" : t.why);
-    return false;
+    return Fit::kNo;
   }
   Improve(f, caps, split, step);
+  bool at_room = false;
+  for (size_t s = 0; s < split.size(); ++s) at_room |= split[s] >= caps[s];
   Candidate c;
   c.order = f.order, c.gpus = f.gpus, c.tp = f.tp, c.dp = f.dp, c.pp = f.pp, c.micro_batch = f.mb;
   c.split = split;
@@ -531,11 +572,32 @@ bool Search::Evaluate(Family& f, bool count_rejection) {
     const auto& price = pool_.groups[c.order[i]].price_per_gpu_hour;
     c.cost_per_hour += price ? *price * static_cast<double>(c.gpus[i]) : std::numeric_limits<double>::infinity();
   }
-  found_.push_back(std::move(c));
-  return true;
+  Keep(std::move(c));
+  return at_room ? Fit::kAtRoom : Fit::kFree;
 }
 
 // ---- plans ----
+
+// Candidates are kept by step (then cost) up to kKeptPerPlan x top (room for the orders of one plan that Finish folds
+// into one); every candidate still counts into the per-group bests behind the idle cards' reasons.
+constexpr int64_t kKeptPerPlan = 32;
+bool Faster(const Candidate& a, const Candidate& b) {
+  if (a.step_s != b.step_s) return a.step_s < b.step_s;
+  return a.cost_per_hour < b.cost_per_hour;
+}
+
+void Search::Keep(Candidate c) {
+  for (size_t i = 0; i < c.order.size(); ++i) {
+    auto [it, fresh] = best_by_count_.emplace(std::make_pair(c.order[i], c.gpus[i]), c.step_s);
+    if (!fresh) it->second = std::min(it->second, c.step_s);
+  }
+  const size_t keep = static_cast<size_t>(std::max<int64_t>(1, options_.top) * kKeptPerPlan);
+  found_.push_back(std::move(c));
+  if (found_.size() >= 2 * keep) {
+    std::stable_sort(found_.begin(), found_.end(), Faster);
+    found_.resize(keep);
+  }
+}
 
 Job Search::PlanJob(const Candidate& c) const {
   Job j = WithTp(base_, c.tp);
@@ -568,17 +630,13 @@ std::string Search::IdleWhy(const Candidate& c, size_t g, int64_t used) const {
   if (c.Gpus() >= max_gpus_) return "the job may use at most " + Str(max_gpus_) + " GPUs of the pool";
   if (pg.gpus_per_node % c.tp != 0)
     return "this plan's tp " + Str(c.tp) + " does not divide its " + Str(pg.gpus_per_node) + " GPUs per node";
-  const Candidate* better = nullptr;
-  for (const Candidate& o : found_) {
-    int64_t n = 0;
-    for (size_t i = 0; i < o.order.size(); ++i)
-      if (o.order[i] == g) n = o.gpus[i];
-    if (n > used && (!better || o.step_s < better->step_s)) better = &o;
-  }
+  double better = std::numeric_limits<double>::infinity();
+  for (auto it = best_by_count_.lower_bound({g, used + 1}); it != best_by_count_.end() && it->first.first == g; ++it)
+    better = std::min(better, it->second);
   char buf[200];
-  if (better) {
+  if (std::isfinite(better)) {
     std::snprintf(buf, sizeof buf, "using more of them is slower: the best layout that does takes %.3f s per step (this plan %.3f s)",
-                  better->step_s, c.step_s);
+                  better, c.step_s);
     return buf;
   }
   return "no layout that uses more of them fits in memory or fills whole stages of tp x cp x dp GPUs (see rejected)";
@@ -600,10 +658,7 @@ std::string Search::EngineNote(const PoolLayout& l) const {
 }
 
 PoolPlanResult Search::Finish(double search_s) {
-  std::stable_sort(found_.begin(), found_.end(), [](const Candidate& a, const Candidate& b) {
-    if (a.step_s != b.step_s) return a.step_s < b.step_s;
-    return a.cost_per_hour < b.cost_per_hour;
-  });
+  std::stable_sort(found_.begin(), found_.end(), Faster);
   PoolPlanResult out;
   std::vector<std::string> seen;
   for (const Candidate& c : found_) {

@@ -237,12 +237,16 @@ nlohmann::json PoolPlanToJson(const Pool& pool, const PoolPlanResult& r) {
 
 std::string PoolPlanToText(const Pool& pool, const PoolPlanResult& r, bool markdown) {
   std::string out = (markdown ? "## " : "") + PoolHeader(pool) + "\n";
-  out += "searched " + WithThousands(r.candidates) + " layouts in " + F("%.2f s", r.search_s) + "\n\n";
+  out += "searched " + WithThousands(r.candidates) + (r.candidates == 1 ? " layout in " : " layouts in ") + F("%.2f s", r.search_s) +
+         "\n\n";
   if (r.plans.empty()) return out + "no layout fits the pool\n\n" + RejectionsText(r.rejections);
   std::vector<std::vector<std::string>> rows;
   for (size_t i = 0; i < r.plans.size(); ++i) {
     const PoolEstimate& e = r.plans[i].estimate;
-    rows.push_back({Str(static_cast<int64_t>(i + 1)), PoolStagesString(pool, e), Str(e.layout.micro_batch), F("%.3f", e.step_time_s),
+    std::string stages = PoolStagesString(pool, e);
+    // A Markdown cell cannot hold a bare pipe.
+    for (size_t at = 0; markdown && (at = stages.find('|', at)) != std::string::npos; at += 2) stages.replace(at, 1, "\\|");
+    rows.push_back({Str(static_cast<int64_t>(i + 1)), stages, Str(e.layout.micro_batch), F("%.3f", e.step_time_s),
                     WithThousands(static_cast<int64_t>(e.tokens_per_s + 0.5)), F("%.1f", 100 * e.mfu),
                     e.time_to_train_s > 0 ? Duration(e.time_to_train_s) : "-",
                     e.cost_usd ? Usd(*e.cost_usd) : (e.cost_per_hour_usd ? F("$%.2f/h", *e.cost_per_hour_usd) : "?")});
@@ -253,9 +257,9 @@ std::string PoolPlanToText(const Pool& pool, const PoolPlanResult& r, bool markd
   const PoolPlan& best = r.plans.front();
   const PoolEstimate& e = best.estimate;
   out += "\nbest plan: " + F("%.3f s per step", e.step_time_s) + ", micro-batch " + Str(e.layout.micro_batch) + "; " +
-         CostWords(e) + "\n";
+         CostWords(e) + "\n" + (markdown ? "\n" : "");
   out += StageTable(pool, e, markdown);
-  out += "step: " + BreakdownLine(e.breakdown) + "\n";
+  out += (markdown ? "\n" : "") + std::string("step: ") + BreakdownLine(e.breakdown) + "\n";
   out += IdleText(pool, e);
   if (!best.engine_note.empty()) out += "engine: " + best.engine_note + "\n";
   out += "\n" + RejectionsText(r.rejections);

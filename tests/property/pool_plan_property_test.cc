@@ -107,8 +107,8 @@ TEST(PoolPlanProperty, PlansRespectTheGroupsAndTheirSplitIsBalanced) {
   }
 }
 
-// Moving one block from the (unique) slowest stage to a stage that, with it, is still faster than the slowest was,
-// never slows the pipeline: its busy part and its fill and drain (compute, bubble and the exposed tp/cp/ep traffic of
+// Moving one block from the (unique) slowest stage to another stage, when the giver stays the slowest, never slows
+// the pipeline: its busy part and its fill and drain (compute, bubble and the exposed tp/cp/ep traffic of
 // the pace). Holds when the micro-batches per step (m) exceed the ratio of the cards' per-block times: the pace drops
 // by m x one block on the slow card, the fill grows by at most one block on the other. The work after the last
 // micro-batch is left out on purpose: a stage's pipeline sends hide under its own compute (MX§3), so a stage that loses
@@ -155,7 +155,13 @@ TEST(PoolPlanProperty, MovingABlockOffTheSlowestStageNeverSlowsThePipeline) {
       --moved.layer_split[slow], ++moved.layer_split[to];
       auto after = EstimateOnPool(job, c.pool, moved, BuiltinCatalog(), Calibration::Builtin());
       ASSERT_TRUE(after.ok());
-      if (after->stages[to].microbatch_s >= e->stages[slow].microbatch_s) continue;  // would overshoot: not a move to balance
+      // A move towards balance: the giver stays the slowest stage. (When the move hands the pace to a third stage
+      // that was nearly tied, the fill can swap a stage whose time is mostly exposed tp traffic, which the fill does
+      // not count, for one whose time is all compute: the step can grow by a few milliseconds. Not checked.)
+      bool still_slowest = true;
+      for (size_t s = 0; s < after->stages.size(); ++s)
+        still_slowest &= s == slow || after->stages[s].microbatch_s < after->stages[slow].microbatch_s;
+      if (!still_slowest) continue;
       // m is at least 64 here; every card pair above has a per-block time ratio below that.
       ASSERT_GE(m, 64);
       ++checked;

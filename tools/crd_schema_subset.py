@@ -10,8 +10,9 @@ property off those paths keeps only its name. Descriptions are dropped. `x-kuber
 integer-or-string; the CEL rules gpuplan's values meet are written as their JSON Schema equivalents
 (RULES). Nothing else of the CRD is copied.
 
-Usage: crd_schema_subset.py CRD.yaml KIND REPO COMMIT PATH_IN_REPO > OUT.json
-  (the CRD read from a checkout of REPO at COMMIT; the last three only label the output)"""
+Usage: crd_schema_subset.py CRD.yaml KIND REPO COMMIT PATH_IN_REPO [VERSION] > OUT.json
+  (the CRD read from a checkout of REPO at COMMIT; REPO, COMMIT and PATH only label the output; VERSION: the CRD
+  version to take, default the storage version)"""
 import json
 import sys
 
@@ -30,6 +31,17 @@ PATHS = {
                    if not p.startswith(("containers[].image", "containers[].command", "containers[].env", "containers[].resources"))],
     "PyTorchJob": ["apiVersion", "kind", "metadata", "spec.pytorchReplicaSpecs.*.replicas", "spec.pytorchReplicaSpecs.*.restartPolicy"]
                   + ["spec.pytorchReplicaSpecs.*.template.spec." + p for p in POD],
+    # Issue 20 (gpuplan fleet --export kueue): Kueue's queues and flavors, and the JobSet of a job across groups.
+    "ResourceFlavor": ["apiVersion", "kind", "metadata", "spec.nodeLabels"],
+    "ClusterQueue": ["apiVersion", "kind", "metadata", "spec.namespaceSelector", "spec.resourceGroups[].coveredResources",
+                     "spec.resourceGroups[].flavors[].name", "spec.resourceGroups[].flavors[].resources[].name",
+                     "spec.resourceGroups[].flavors[].resources[].nominalQuota"],
+    "LocalQueue": ["apiVersion", "kind", "metadata", "spec.clusterQueue"],
+    "JobSet": ["apiVersion", "kind", "metadata", "spec.suspend", "spec.replicatedJobs[].name", "spec.replicatedJobs[].replicas"]
+              + ["spec.replicatedJobs[].template.spec." + p for p in ("parallelism", "completions", "completionMode", "backoffLimit",
+                                                                       "template.spec.restartPolicy", "template.spec.nodeSelector")]
+              + ["spec.replicatedJobs[].template.spec.template.spec." + p for p in POD if p.startswith(("containers[].name",
+                 "containers[].image", "containers[].command", "containers[].resources"))],
 }
 # CEL rules of the CRDs, as JSON Schema: (path, schema keywords added there, the rule they stand for).
 RULES = {
@@ -37,6 +49,7 @@ RULES = {
                   "self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$'); size(self.metadata.name) <= 63"),
                  ("spec.trainer.numProcPerNode", {"minimum": 1}, "self >= 1")],
     "PyTorchJob": [],
+    "ResourceFlavor": [], "ClusterQueue": [], "LocalQueue": [], "JobSet": [],
 }
 # Values the operators' Go types and webhooks allow where the CRD says only "string" (path, keywords, source).
 GO_FACTS = {
@@ -45,6 +58,7 @@ GO_FACTS = {
                     "pkg/apis/kubeflow.org/v1/pytorch_types.go:41-43 (ReplicaType Master, Worker; webhook pytorchjob_webhook.go:115)"),
                    ("spec.pytorchReplicaSpecs.*.restartPolicy", {"enum": ["Always", "OnFailure", "Never", "ExitCode"]},
                     "pkg/apis/kubeflow.org/v1/common_types.go:179-186 (RestartPolicy)")],
+    "ResourceFlavor": [], "ClusterQueue": [], "LocalQueue": [], "JobSet": [],
 }
 KEEP = ("type", "enum", "format", "minimum", "maximum", "minLength", "maxLength", "pattern", "required", "maxItems", "minItems")
 
@@ -108,7 +122,8 @@ def apply_go_facts(schema, kind):
 def main():
     crd_path, kind, repo, commit, repo_path = sys.argv[1:6]
     crd = yaml.safe_load(open(crd_path))
-    version = [v for v in crd["spec"]["versions"] if v.get("storage")][0]
+    wanted = sys.argv[6] if len(sys.argv) > 6 else None
+    version = [v for v in crd["spec"]["versions"] if (v["name"] == wanted if wanted else v.get("storage"))][0]
     root = version["schema"]["openAPIV3Schema"]
     schema = subset(root, PATHS[kind])
     # The CRD leaves metadata to the API server (ObjectMeta): the manifests set only its name.

@@ -21,6 +21,7 @@ int CmdProbe(const std::vector<std::string>& argv);
 int CmdLedger(const std::vector<std::string>& argv);
 int CmdDiagnose(const std::vector<std::string>& argv);
 int CmdCalibrate(const std::vector<std::string>& argv);
+int CmdFleet(const std::vector<std::string>& argv);
 
 struct Args;
 struct Context;

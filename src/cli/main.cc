@@ -24,6 +24,7 @@ const Command kCommands[] = {
     {"estimate", "step time, throughput, MFU and time to train, with the bottleneck", gpuplan::cli::CmdEstimate},
     {"serving", "inference serving: KV-cache capacity, concurrency, TTFT/TPOT, throughput and cost per million tokens", gpuplan::cli::CmdServing},
     {"plan", "search cloud instances and layouts for the best whole setup", gpuplan::cli::CmdPlan},
+    {"fleet", "assign a pool's cards to many jobs (training with deadlines, serving with SLAs) vs type-blind FCFS; simulate a trace; export to Slurm or Kueue", gpuplan::cli::CmdFleet},
     {"export", "write launch artefacts for a plan: deepspeed, accelerate, torchrun, megatron, torchtitan, slurm, kubernetes, skypilot, fabric", gpuplan::cli::CmdExport},
     {"import", "read ds_config.json / accelerate YAML / torchtitan TOML / Megatron or torchrun command lines into a job", gpuplan::cli::CmdImport},
     {"verify", "read nccl-tests/perftest/nvidia-smi/lspci/ibstat/fio/dcgmi/NCCL-log outputs: pass/warn/fail against the plan", gpuplan::cli::CmdVerify},

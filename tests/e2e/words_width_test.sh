@@ -39,7 +39,7 @@ run() {  # run NAME CMD...: output to NAME.txt, any exit code but 3 (internal) a
 }
 
 # --help of every command (and the top-level usage).
-for c in "" memory estimate serving plan export import verify checklist probe ledger calibrate diagnose validate models catalog; do
+for c in "" memory estimate serving plan export import verify checklist probe ledger calibrate diagnose validate models catalog fleet; do
   run "$G" $c --help
   words "$T/out.txt" "gpuplan $c --help"
   width "$T/out.txt" "gpuplan $c --help"
@@ -58,6 +58,10 @@ run "$G" memory examples/7b-full-finetune-1node.yaml
 words out.txt "memory"; width out.txt "memory"
 run "$G" serving examples/serving-llama3-8b-vllm.yaml
 words out.txt "serving 8b"; width out.txt "serving 8b"
+run "$G" fleet examples/fleet-lab.yaml
+words out.txt "fleet"; width out.txt "fleet"
+run "$G" fleet examples/fleet-lab.yaml --simulate examples/fleet-lab-trace.csv
+words out.txt "fleet --simulate"; width out.txt "fleet --simulate"
 run "$G" serving examples/serving-llama3-70b-24gb.yaml
 words out.txt "serving 70b on 24 GB"; width out.txt "serving 70b on 24 GB"
 run "$G" checklist examples/70b-full-finetune.yaml

@@ -15,7 +15,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-all=(job hf_config catalog calibration validation verify import plan_json ledger)
+all=(job hf_config catalog calibration validation verify import plan_json ledger pool)
 seconds="${FUZZ_SECONDS:-60}"
 replay_only=0
 pending=0
@@ -37,9 +37,9 @@ jobs="${FUZZ_JOBS:-$(nproc)}"
 
 # --ci: inputs per harness, about 15 s each on 2 loaded cores (the corpus replay comes on top).
 declare -A ci_runs=([job]=30000 [hf_config]=60000 [catalog]=800 [calibration]=2000 [validation]=20000 [verify]=50000
-                    [import]=3000 [plan_json]=120000 [ledger]=8000)
+                    [import]=3000 [plan_json]=120000 [ledger]=8000 [pool]=3000)
 declare -A max_len=([job]=4096 [hf_config]=4096 [catalog]=8192 [calibration]=8192 [validation]=8192 [verify]=16384 [import]=8192
-                   [plan_json]=16384 [ledger]=8192)
+                   [plan_json]=16384 [ledger]=8192 [pool]=8192)
 
 for tool in clang clang++; do
   command -v "$tool" > /dev/null || { echo "fuzz.sh: $tool not found (bash scripts/deps.sh --test installs it)" >&2; exit 1; }

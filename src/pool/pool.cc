@@ -74,7 +74,7 @@ Result<PoolGroup> ParseGroup(const YAML::Node& g, const std::string& file, const
   bool has_network = false;
   for (auto it = g.begin(); it != g.end(); ++it) {
     const std::string k = it->first.IsScalar() ? it->first.Scalar() : "";
-    const YAML::Node& v = it->second;
+    const YAML::Node v = it->second;  // a copy: the iterator hands out a temporary
     const Location w = YamlWhere(file, v, "groups." + k);
     auto scalar = [&]() -> Result<std::string> {
       if (!v.IsScalar() || v.Scalar().empty()) return Bad(w, "expected a single value");

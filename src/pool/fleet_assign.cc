@@ -208,6 +208,7 @@ void PlaceRest(Sim& s, std::vector<size_t>& rest, double t) {
     if (got.empty() || got.back().first != i)
       s.out[i].note = (s.out[i].note.empty() ? "" : s.out[i].note + "; ") + "waits for cards (" + why + ")";
   }
+  // Each step hands a job more cards than it holds, so the loop ends within the pool's cards.
   for (;;) {
     double best_gain = 0;
     size_t best_k = 0;
@@ -219,7 +220,8 @@ void PlaceRest(Sim& s, std::vector<size_t>& rest, double t) {
         auto next = Grown(s, c, add);
         if (!next) continue;
         const TrainEval& e = s.ev.Train(s.inst[i].job, *next);
-        if (!e.ok) continue;
+        // A plan that holds no more cards than now is no step (and could cycle): each step must grow the job.
+        if (!e.ok || fleet::Total(e.used) <= fleet::Total(c)) continue;
         const double gain = (s.ev.UsefulFlops(s.inst[i].job, e.tokens_per_s) - now) / static_cast<double>(fleet::Total(add));
         if (gain > best_gain) best_gain = gain, best_k = k, best_next = e.used;
       }

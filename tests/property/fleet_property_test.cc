@@ -4,6 +4,8 @@
 // a job starts no earlier than it arrives (seed printed).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include <cstdio>
 #include <random>
 
@@ -14,7 +16,8 @@ namespace gpuplan {
 namespace {
 
 uint64_t Seed() {
-  const uint64_t seed = std::random_device{}();
+  const char* env = std::getenv("GPUPLAN_SEED");  // a printed seed, replayed
+  const uint64_t seed = env ? std::strtoull(env, nullptr, 10) : std::random_device{}();
   std::printf("property seed: %llu\n", static_cast<unsigned long long>(seed));
   return seed;
 }

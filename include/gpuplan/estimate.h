@@ -21,6 +21,7 @@ struct EfficiencyConstants {
   double intra_eff = 0, intra_allreduce_eff = 0, inter_eff = 0;
   double tcp_penalty = 1, hierarchical_inter_factor = 1, collective_latency_s = 0;
   double tp_overlap = 0, dp_overlap = 0, cp_overlap = 0, pp_overlap = 0;
+  double dp_overlap_zero0 = 0;  // F§5 the same without ZeRO (engines that all-reduce after the backward)
   double optimizer_bytes_per_param = 0;
   // Framework mechanisms (docs/model/frameworks.md F§n), resolved for the job's
   // training.framework and training.compile:

@@ -95,6 +95,8 @@ void ResolveFramework(const TrainingSpec& tr, const GpuSpec& g, const Calibratio
   // F§5 overlap of data-parallel traffic with compute, and TP userbuffers.
   const std::string dp_key = "framework." + fw + ".dp_overlap";
   k.dp_overlap = cal.Has(dp_key) ? cal.Get(dp_key) : cal.Get("dp_comm_overlap");
+  // Without ZeRO an engine may reduce the gradients only once the backward has returned (DeepSpeed).
+  k.dp_overlap_zero0 = cal.Has(dp_key + ".zero0") ? cal.Get(dp_key + ".zero0") : k.dp_overlap;
   k.nccl_overlap_slowdown = cal.Get("nccl_overlap_slowdown");
   // training.tp_comm_overlap (auto: the framework's default, data/frameworks.csv).
   k.tp_userbuffers = tr.tp_comm_overlap >= 0 ? tr.tp_comm_overlap == 1 : FwOr(cal, fw, "tp_comm_overlap") > 0.5;
@@ -154,6 +156,7 @@ EfficiencyConstants ResolveConstants(const GpuSpec& g, const LinkSpec& intra, co
   k.collective_latency_s = cal.Get("collective_latency_s");
   k.tp_overlap = cal.Get("tp_comm_overlap");
   k.dp_overlap = cal.Get("dp_comm_overlap");
+  k.dp_overlap_zero0 = k.dp_overlap;
   k.cp_overlap = cal.Get("cp_comm_overlap");
   k.pp_overlap = cal.Get("pp_comm_overlap");
   k.optimizer_bytes_per_param = cal.Get("optimizer_bytes_per_param");
@@ -562,7 +565,7 @@ void DataParallelComm(const Job& job, const HardwareContext& hw, const StepConte
     cd.dp_crosses_nodes = dp_per_node < dpn;
     const double G = trainable_local * gbytes, W = (lora ? params_local : trainable_local) * wbytes;
     cd.dp_busbw_bytes_per_s = BusBandwidth(Collective::kAllReduce, G, dpn, dp_per_node, hw);
-    const double ov = k.dp_overlap;
+    const double ov = par.zero == 0 ? k.dp_overlap_zero0 : k.dp_overlap;
     if (par.zero == 1) {
       // ZeRO-1: reduce-scatter the gradients and all-gather the updated weights once per step:
       // the same 2 x volume as an all-reduce (ZeRO paper §7).

@@ -23,7 +23,7 @@ std::string Lowercase(std::string s) {
 }
 
 struct HardwareRow {
-  std::string gpu, intra, network_kind, framework, precision;
+  std::string gpu, intra, network_kind, framework, precision, flash_attention;
   double network_gbps = 0;
   int64_t gpus_per_node = 0, before = 0, after = 0;
 };
@@ -37,6 +37,9 @@ Result<std::map<std::string, HardwareRow>> ReadHardware(const std::string& path)
     HardwareRow h;
     h.gpu = rec.Str("gpu"), h.intra = rec.Str("intra_link"), h.network_kind = rec.Str("network_kind");
     h.framework = rec.Str("framework"), h.precision = rec.Str("default_precision");
+    h.flash_attention = rec.Str("flash_attention");
+    if (h.flash_attention != "true" && h.flash_attention != "false")
+      return Status::BadInput({t->file, r.line, "flash_attention"}, "must be true or false");
     for (auto [col, dst] : {std::pair<const char*, int64_t*>{"gpus_per_node", &h.gpus_per_node},
                             {"entries_before_blocks", &h.before}, {"entries_after_blocks", &h.after}}) {
       auto v = ParseInteger(rec.Str(col), {t->file, r.line, col}, 0, 1024);
@@ -193,7 +196,7 @@ Result<PoolValidationReport> ValidatePoolRuns(const std::vector<std::string>& fi
           ", vocab: " + model->second[0] + ", mlp: " + model->second[1] + ", norm: " + model->second[2] +
           ", position: " + model->second[3] + ", max_positions: " + rec.Str("seq_len") + "}\ntraining: {seq_len: " + rec.Str("seq_len") + ", micro_batch: " +
           rec.Str("mbs") + ", global_batch: " + rec.Str("global_batch") + ", precision: " + precision +
-          ", framework: " + h.framework + "}\nparallel: {tp: " + rec.Str("tp") + ", pp: " + rec.Str("pp") + ", dp: " + dp +
+          ", framework: " + h.framework + ", flash_attention: " + h.flash_attention + "}\nparallel: {tp: " + rec.Str("tp") + ", pp: " + rec.Str("pp") + ", dp: " + dp +
           ", layer_split: [" + split_s + "]}\n";
       const std::string pool_text = "groups:\n  - {name: " + Lowercase(label) + ", gpu: " + h.gpu + ", nodes: " +
                                     Str(std::max<int64_t>(1, gpus / h.gpus_per_node)) + ", gpus_per_node: " +

@@ -177,6 +177,7 @@ void WebServer::Impl::RunJob(const std::string& route, const httplib::Request& r
 
 void WebServer::Impl::Routes() {
   svr.set_payload_max_length(kMaxBodyBytes);
+  svr.set_keep_alive_max_count(kKeepAliveMaxRequests);
   svr.new_task_queue = [n = opt.request_threads] { return new httplib::ThreadPool(static_cast<size_t>(n > 0 ? n : 1)); };
   const bool loopback = IsLoopbackHost(opt.host);
   svr.set_pre_routing_handler([loopback](const httplib::Request& req, httplib::Response& res) {

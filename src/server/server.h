@@ -15,6 +15,8 @@ inline constexpr const char* kDefaultHost = "127.0.0.1";
 inline constexpr int kDefaultPort = 8600;
 // Request threads: each keep-alive connection holds one while it is open (the load test opens 10).
 inline constexpr int kDefaultRequestThreads = 16;
+// Requests one keep-alive connection may carry before the server closes it (cpp-httplib's default is 5).
+inline constexpr size_t kKeepAliveMaxRequests = 1000;
 // Plan-like searches run at once (each on 2 threads); more wait for a free slot.
 inline constexpr int kDefaultConcurrentSearches = 2;
 // A streamed search reports progress this often (milliseconds).

@@ -65,6 +65,10 @@ int CmdWeb(const std::vector<std::string>& argv) {
                  opt.host.c_str());
 
   // SIGINT/SIGTERM are taken by one thread (sigwait) that stops the server; every other thread blocks them.
+  // A shell starts background jobs with SIGINT ignored, and an ignored signal is discarded even when blocked:
+  // back to the default disposition first, so `gpuplan web &` stops on SIGINT too.
+  ::signal(SIGINT, SIG_DFL);
+  ::signal(SIGTERM, SIG_DFL);
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);

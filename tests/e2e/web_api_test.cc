@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
@@ -461,5 +462,44 @@ TEST(WebApi, ConcurrentRequestsGiveTheSameAnswers) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(same, 80);
 }
+
+}  // namespace
+
+namespace {
+
+// The binary itself: `gpuplan web --port 0` prints its URL, answers, and exits 0 on SIGINT and on SIGTERM.
+void BinaryStopsOn(int sig) {
+  int out[2];
+  ASSERT_EQ(::pipe(out), 0);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::dup2(out[1], STDOUT_FILENO);
+    ::close(out[0]);
+    ::close(out[1]);
+    ::execl(GPUPLAN_BINARY, GPUPLAN_BINARY, "web", "--port", "0", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::close(out[1]);
+  std::string line;
+  char c;
+  while (line.find('\n') == std::string::npos && ::read(out[0], &c, 1) == 1) line += c;
+  ::close(out[0]);
+  const size_t at = line.find("http://127.0.0.1:");
+  ASSERT_NE(at, std::string::npos) << line;
+  const int port = std::stoi(line.substr(at + 17));
+  httplib::Client client("127.0.0.1", port);
+  auto res = client.Get("/healthz");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  ::kill(pid, sig);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status)) << "killed by the signal instead of stopping";
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+TEST(WebBinary, StopsCleanlyOnSigint) { BinaryStopsOn(SIGINT); }
+TEST(WebBinary, StopsCleanlyOnSigterm) { BinaryStopsOn(SIGTERM); }
 
 }  // namespace

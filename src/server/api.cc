@@ -159,9 +159,11 @@ Status AddOutputs(const Json& outputs, Invocation& inv) {
   if (outputs.size() > kMaxVerifyOutputs) return Bad("outputs", "at most " + std::to_string(kMaxVerifyOutputs) + " outputs");
   for (const auto& [name, text] : outputs.items()) {
     const std::string key = "outputs." + name;
-    bool ok = !name.empty() && name.size() <= 100 && name[0] != '.' && name[0] != '-';
+    bool ok = !name.empty() && name.size() <= kMaxOutputNameChars && name[0] != '.' && name[0] != '-';
     for (char c : name) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-');
-    if (!ok) return Bad(key, "a name of letters, digits, '.', '_' and '-' (1..100, not starting with '.' or '-')");
+    if (!ok)
+      return Bad(key, "a name of letters, digits, '.', '_' and '-' (1.." + std::to_string(kMaxOutputNameChars) +
+                          " characters, not starting with '.' or '-')");
     if (inv.files.count(name)) return Bad(key, "the same name as another posted file");
     if (!text.is_string()) return Bad(key, "must be the output's text");
     inv.files[name] = text.get<std::string>();

@@ -23,8 +23,9 @@ inline constexpr size_t kMaxBodyBytes = size_t{1} << 20;
 // (examples/175b-pretraining.yaml: 7050 items, 1.5 s on 2 threads).
 inline constexpr int64_t kDefaultMaxPlanItems = 20000;
 
-// The most tool outputs one POST /api/verify reads.
+// The most tool outputs one POST /api/verify reads, and the longest name one may have.
 inline constexpr size_t kMaxVerifyOutputs = 64;
+inline constexpr size_t kMaxOutputNameChars = 100;
 
 // A command run for a request: its argv (always with --json) and the files it reads, by the names in argv.
 struct Invocation {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "gpuplan/status.h"
@@ -18,6 +19,32 @@ inline constexpr int64_t kMaxInputFileBytes = int64_t{64} << 20;
 // The whole file as bytes. Errors are bad input at {path, 0, ""}: "cannot open file: <why>",
 // "not a regular file (a FIFO)", "file is N bytes, over the 64 MiB input limit".
 Result<std::string> ReadInputFile(const std::string& path, int64_t max_bytes = kMaxInputFileBytes);
+
+// In-memory input files for one thread (the web server, docs/web.md): while an overlay is alive on a
+// thread, ReadInputFile there reads the overlay's files by exact name and refuses every other path without
+// touching the filesystem ("path: not readable here: ..."). A request's posted job, pool or PLAN.json thus
+// goes through the same parsers as a file, and no path named in a request is ever opened. Nested overlays
+// are not supported (the inner one replaces the outer until it ends).
+class ScopedInputOverlay {
+ public:
+  explicit ScopedInputOverlay(std::map<std::string, std::string> files, std::string refusal = "");
+  ~ScopedInputOverlay();
+  ScopedInputOverlay(const ScopedInputOverlay&) = delete;
+  ScopedInputOverlay& operator=(const ScopedInputOverlay&) = delete;
+
+  const std::map<std::string, std::string>& files() const { return files_; }
+  const std::string& refusal() const { return refusal_; }
+
+ private:
+  std::map<std::string, std::string> files_;
+  std::string refusal_;  // Default: "" = a built-in sentence (files are posted, never named)
+  const ScopedInputOverlay* previous_;
+};
+
+// Whether a path names an input file, and whether it is a directory: the filesystem's answer, or the
+// overlay's (a posted file exists; nothing is a directory) while one is alive on this thread.
+bool InputPathExists(const std::string& path);
+bool InputPathIsDirectory(const std::string& path);
 
 // Checks that text read from a file is text: a NUL byte is an error at its line (YAML and JSON
 // parsers otherwise report it as a bad escape or stop reading there).

@@ -115,8 +115,14 @@ struct PlanResult {
 struct PlanOptions {
   int threads = 2;                       // Default: 2 (both cores of the reference machine).
   std::atomic<int64_t>* progress = nullptr;  // Default: none (candidates done, for a progress bar).
-  int64_t* progress_total = nullptr;     // Default: none (set before the search starts).
+  std::atomic<int64_t>* progress_total = nullptr;  // Default: none (set before the search starts).
   std::string today;                     // Default: "" = the system clock's date (UTC), YYYY-MM-DD; for price ages.
+  // Set by another thread to stop the search between work items: PlanJob then returns an infeasible status
+  // ("cancelled"). Default: none (never cancelled; results do not depend on it otherwise).
+  const std::atomic<bool>* cancel = nullptr;
+  // The most work items (instance type x node count x variant: the progress unit) the caller lets one search
+  // cover; a larger search is refused (infeasible) before it starts. Default: 0 = no limit.
+  int64_t max_items = 0;
 };
 
 // "tp2 pp4x10 dp32 z1 offload:optimizer": the plan table's layout column (and every artefact's header).

@@ -194,8 +194,39 @@ nlohmann::json ErrorToJson(const Status& st) {
   return {{"error", {{"code", code}, {"location", where}, {"key", key}, {"message", st.reason()}}}};
 }
 
+namespace {
+thread_local const CommandHooks* current_hooks = nullptr;
+}  // namespace
+
+ScopedCommandHooks::ScopedCommandHooks(const CommandHooks* hooks) : previous_(current_hooks) { current_hooks = hooks; }
+ScopedCommandHooks::~ScopedCommandHooks() { current_hooks = previous_; }
+const CommandHooks* CurrentHooks() { return current_hooks; }
+
+void Emit(const std::string& text) {
+  if (current_hooks != nullptr && current_hooks->out != nullptr) {
+    current_hooks->out->append(text);
+    current_hooks->out->push_back('\n');
+    return;
+  }
+  std::printf("%s\n", text.c_str());
+}
+
+void EmitJson(const nlohmann::json& j) { Emit(DumpJson(j)); }
+
+PlanOptions HookedPlanOptions(int threads) {
+  PlanOptions opt;
+  opt.threads = threads;
+  if (current_hooks != nullptr) {
+    opt.progress = current_hooks->progress;
+    opt.progress_total = current_hooks->progress_total;
+    opt.cancel = current_hooks->cancel;
+    opt.max_items = current_hooks->max_plan_items;
+  }
+  return opt;
+}
+
 int Fail(const Status& st, bool json) {
-  if (json) std::printf("%s\n", DumpJson(ErrorToJson(st)).c_str());
+  if (json) EmitJson(ErrorToJson(st));
   else std::fprintf(stderr, "gpuplan: %s\n", st.ToString().c_str());
   return st.ExitCode() == 0 ? 3 : st.ExitCode();
 }

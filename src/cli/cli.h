@@ -1,6 +1,7 @@
 // The thin command-line shell: argument parsing shared by every subcommand.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "gpuplan/catalog.h"
 #include "gpuplan/csv.h"
 #include "gpuplan/job.h"
+#include "gpuplan/plan.h"
 #include "gpuplan/report.h"
 #include "gpuplan/pool.h"
 
@@ -80,6 +82,35 @@ bool WantsJson(const std::vector<std::string>& argv);
 std::string DumpJson(const nlohmann::json& j);
 nlohmann::json ErrorToJson(const Status& st);
 int Fail(const Status& st, bool json);
+
+// Where a command's output goes. The CLI prints to stdout; a caller that runs a command in-process (the web
+// server, src/server/) installs a CommandHooks on its thread: Emit then appends to `out`, and the plan searches
+// report progress to it, stop when `cancel` is set and refuse a search over `max_plan_items` work items.
+struct CommandHooks {
+  std::string* out = nullptr;                        // Default: none = stdout
+  std::atomic<int64_t>* progress = nullptr;          // Default: none (work items done)
+  std::atomic<int64_t>* progress_total = nullptr;    // Default: none (work items in all, set when known)
+  const std::atomic<bool>* cancel = nullptr;         // Default: none (never cancelled)
+  int64_t max_plan_items = 0;                        // Default: 0 = no limit (PlanOptions::max_items)
+};
+class ScopedCommandHooks {
+ public:
+  explicit ScopedCommandHooks(const CommandHooks* hooks);
+  ~ScopedCommandHooks();
+  ScopedCommandHooks(const ScopedCommandHooks&) = delete;
+  ScopedCommandHooks& operator=(const ScopedCommandHooks&) = delete;
+
+ private:
+  const CommandHooks* previous_;
+};
+// The hooks installed on this thread, or nullptr (the command line).
+const CommandHooks* CurrentHooks();
+// A command's machine-readable output: `text` and a newline, to the hooks' string or stdout. Every JSON a
+// command prints (its result or its error object) goes through EmitJson.
+void Emit(const std::string& text);
+void EmitJson(const nlohmann::json& j);
+// PlanOptions with `threads`, and the hooks' progress, cancel flag and item limit when installed.
+PlanOptions HookedPlanOptions(int threads);
 
 // The infeasible status of a job that does not fit GPU memory (memory and estimate exit 2 with it).
 Status DoesNotFit(const MemoryReport& r);

@@ -161,7 +161,7 @@ int CmdCalibrate(const std::vector<std::string>& argv) {
     for (const auto& o : r->overrides)
       rows.push_back({{"key", o.key}, {"value", o.value}, {"before", o.before}, {"unit", o.unit}, {"measured", o.measured},
                       {"model_before", o.model_before}, {"ledger_row", o.from.id}, {"note", o.note}});
-    std::printf("%s\n", DumpJson({{"overrides", rows}, {"skipped", r->skipped}, {"csv", CalibrationOverridesToCsv(r->overrides)}}).c_str());
+    EmitJson({{"overrides", rows}, {"skipped", r->skipped}, {"csv", CalibrationOverridesToCsv(r->overrides)}});
     return 0;
   }
   std::printf("%s", CalibrationOverridesToCsv(r->overrides).c_str());

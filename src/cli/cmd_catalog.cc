@@ -93,7 +93,7 @@ int Print(Format f, const std::vector<std::string>& header, const std::vector<st
       for (size_t i = 0; i < header.size(); ++i) o[header[i]] = r[i];
       arr.push_back(o);
     }
-    std::printf("%s\n", DumpJson(arr).c_str());
+    EmitJson(arr);
   } else if (f == Format::kCsv) {
     auto q = [](const std::string& s) {
       if (s.find_first_of(",\"\n") == std::string::npos) return s;

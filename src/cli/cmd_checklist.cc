@@ -76,9 +76,8 @@ int CmdChecklist(const std::vector<std::string>& argv) {
     nlohmann::json list = nlohmann::json::array();
     for (const auto& s : *steps)
       list.push_back({{"title", s.title}, {"commands", s.commands}, {"save_as", s.save_as}, {"expect", s.expect}, {"why", s.why}});
-    std::printf("%s\n", DumpJson({{"gpuplan_version", kVersion}, {"model_fingerprint", ModelFingerprint()}, {"plan", lp->origin}, {"nodes", lp->nodes}, {"gpus_per_node", lp->gpus_per_node}, {"gpu", pc->hw.gpu.id},
-                                  {"network", lp->network.id}, {"steps", list}, {"verify", verify}})
-                            .c_str());
+    EmitJson({{"gpuplan_version", kVersion}, {"model_fingerprint", ModelFingerprint()}, {"plan", lp->origin}, {"nodes", lp->nodes}, {"gpus_per_node", lp->gpus_per_node}, {"gpu", pc->hw.gpu.id},
+              {"network", lp->network.id}, {"steps", list}, {"verify", verify}});
     return 0;
   }
   std::string out;

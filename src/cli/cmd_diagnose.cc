@@ -172,7 +172,7 @@ int CmdDiagnose(const std::vector<std::string>& argv) {
                         {"measured_over_expected", d->measured_over_expected ? nlohmann::json(*d->measured_over_expected) : nlohmann::json(nullptr)},
                         {"band_p90", d->band_p90 ? nlohmann::json(*d->band_p90) : nlohmann::json(nullptr)},
                         {"causes", causes}};
-    std::printf("%s\n", DumpJson(j).c_str());
+    EmitJson(j);
     return 0;
   }
   std::string out;

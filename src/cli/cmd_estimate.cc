@@ -84,7 +84,7 @@ int EstimateOnPoolCommand(const Args& args, Format format) {
   if (json) {
     nlohmann::json out = PoolEstimateToJson(*pool, *est);
     if (!est->fits) out["error"] = ErrorToJson(Status::Infeasible(est->not_fit_reason))["error"];
-    std::printf("%s\n", DumpJson(out).c_str());
+    EmitJson(out);
   } else {
     const std::string text = PoolEstimateToText(*pool, *est, format == Format::kMarkdown);
     if (format == Format::kMarkdown) std::printf("%s", text.c_str());
@@ -138,7 +138,7 @@ int CmdEstimate(const std::vector<std::string>& argv) {
     if (args->Has("ledger")) out["ledger"] = LedgerJson(*args, measured);
     if (args->Has("ops")) out["ops"] = OpsToJson(*job, *hw);
     if (!r.memory.fits) out["error"] = ErrorToJson(DoesNotFit(r.memory))["error"];
-    std::printf("%s\n", DumpJson(out).c_str());
+    EmitJson(out);
   } else {
     const std::string text = EstimateToText(r, *format == Format::kMarkdown) + LedgerText(*args, measured) +
                              (args->Has("ops") ? OpsToText(*job, *hw) : "");

@@ -54,8 +54,7 @@ Status Expressible(ExportFormat engine, const LaunchPlan& lp, const std::string&
 
 // The planner's row: --plan N as shown by `gpuplan plan`, else the best the engine can express.
 Result<LaunchPlan> FromPlanner(const Args& args, const Context& ctx, std::optional<ExportFormat> fixed, int threads) {
-  PlanOptions opt;
-  opt.threads = threads;
+  PlanOptions opt = HookedPlanOptions(threads);  // an in-process caller's cancel flag and item limit
   const std::string src = ctx.job.source.empty() ? "the command line" : ctx.job.source;
   auto result = PlanJob(ctx.job, ctx.catalog, ctx.cal, opt);
   if (!result.ok()) return result.status();
@@ -246,7 +245,7 @@ int CmdExport(const std::vector<std::string>& argv) {
       list.push_back(e);
     }
     j["files"] = list;
-    std::printf("%s\n", DumpJson(j).c_str());
+    EmitJson(j);
     return 0;
   }
   if (out_dir.empty()) {

@@ -186,7 +186,7 @@ int CmdFleet(const std::vector<std::string>& argv) {
   std::string wrote;
   if (args->Has("export"))
     if (int rc = Export(*args, *fleet, *r, json, &wrote); rc != 0) return rc;
-  if (json) std::printf("%s\n", DumpJson(ResultJson(*fleet, *r, !arrivals.empty())).c_str());
+  if (json) EmitJson(ResultJson(*fleet, *r, !arrivals.empty()));
   else PrintFitted(ResultText(*fleet, *r, !arrivals.empty()) + wrote);
   if (!r->missed.empty() && !json)
     std::fprintf(stderr, "gpuplan: fleet: %zu job(s) cannot meet a deadline or SLA (exit 2)\n", r->missed.size());

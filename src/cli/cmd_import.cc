@@ -111,7 +111,7 @@ int CmdImport(const std::vector<std::string>& argv) {
     for (const auto& [path, kind] : r->files) files.push_back({{"path", path}, {"kind", ToString(kind)}});
     nlohmann::json out = {{"job", job}, {"files", files}, {"unknown", NotesJson(r->unknown)},
                           {"unresolved", NotesJson(r->unresolved)}, {"notes", NotesJson(r->notes)}};
-    std::printf("%s\n", DumpJson(out).c_str());
+    EmitJson(out);
     return 0;
   }
   PrintComments(*r);

@@ -121,7 +121,7 @@ int List(const Args& a, bool json) {
     for (const auto& m : *machines)
       j["machines"].push_back({{"hostname", m.hostname}, {"pool", m.pool}, {"measurements", m.measurements},
                                {"first_seen_utc", m.first_seen_utc}, {"last_seen_utc", m.last_seen_utc}});
-    std::printf("%s\n", DumpJson(j).c_str());
+    EmitJson(j);
     return 0;
   }
   std::printf("ledger %s\n\n%-24s %9s %13s\n", (*l)->path().c_str(), "pool", "machines", "measurements");
@@ -164,8 +164,8 @@ int Show(const Args& a, bool json) {
       rows.push_back({{"kind", k.kind}, {"unit", k.unit}, {"count", k.count}, {"median", k.median}, {"latest", k.latest.value},
                       {"machine", k.latest.machine}, {"tool", k.latest.tool}, {"time_utc", k.latest.time_utc},
                       {"version", k.latest.version}, {"raw_sha256", k.latest.raw_sha256}, {"raw_file", k.latest.raw_file}});
-    std::printf("%s\n", DumpJson({{"ledger", (*l)->path()}, {f.machine.empty() ? "pool" : "machine", f.machine.empty() ? f.pool : f.machine},
-                                  {"kinds", rows}}).c_str());
+    EmitJson({{"ledger", (*l)->path()}, {f.machine.empty() ? "pool" : "machine", f.machine.empty() ? f.pool : f.machine},
+              {"kinds", rows}});
     return 0;
   }
   std::printf("%s (ledger %s): latest measurement per kind\n\n", what.c_str(), (*l)->path().c_str());
@@ -213,7 +213,7 @@ int Forget(const Args& a, bool json) {
   if (!counts.ok()) return Fail(counts.status(), json);
   const ForgetCounts& c = *counts;
   if (json) {
-    std::printf("%s\n", DumpJson({{"removed", yes}, {"pools", c.pools}, {"machines", c.machines}, {"measurements", c.measurements}}).c_str());
+    EmitJson({{"removed", yes}, {"pools", c.pools}, {"machines", c.machines}, {"measurements", c.measurements}});
   } else {
     std::printf("%s %lld measurement(s), %lld machine(s), %lld pool(s)%s\n", yes ? "removed" : "would remove",
                 (long long)c.measurements, (long long)c.machines, (long long)c.pools,
@@ -240,7 +240,7 @@ int Import(const Args& a, bool json) {
     std::fflush(stdout);  // the line means "committed": it must leave before the next write starts
   });
   if (!n.ok()) return Fail(n.status(), json);
-  if (json) std::printf("%s\n", DumpJson({{"imported", *n}, {"ledger", (*l)->path()}}).c_str());
+  if (json) EmitJson({{"imported", *n}, {"ledger", (*l)->path()}});
   else std::printf("imported %lld measurement(s) into %s\n", (long long)*n, (*l)->path().c_str());
   return 0;
 }

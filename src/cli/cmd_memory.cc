@@ -50,7 +50,7 @@ int CmdMemory(const std::vector<std::string>& argv) {
   if (*format == Format::kJson) {
     nlohmann::json out = MemoryToJson(r);
     if (!r.fits) out["error"] = ErrorToJson(DoesNotFit(r))["error"];
-    std::printf("%s\n", DumpJson(out).c_str());
+    EmitJson(out);
   } else {
     if (*format == Format::kMarkdown) std::printf("%s", MemoryToText(r, true).c_str());
     else PrintFitted(MemoryToText(r, false));

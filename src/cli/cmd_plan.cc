@@ -51,7 +51,7 @@ int CmdPlanPool(const Args& args, const Context& ctx, Format format, bool json) 
     nlohmann::json out = PoolPlanToJson(*pool, *result);
     out["inputs"] = JobToJson(ctx.job);
     out["inputs"].erase("cluster");  // the pool's groups are the hardware
-    std::printf("%s\n", DumpJson(out).c_str());
+    EmitJson(out);
   } else {
     const std::string text = PoolPlanToText(*pool, *result, format == Format::kMarkdown);
     if (format == Format::kMarkdown) std::printf("%s", text.c_str());
@@ -106,20 +106,20 @@ int CmdPlan(const std::vector<std::string>& argv) {
   const Job* job = &ctx->job;
   const Catalog* catalog = &ctx->catalog;
   const Calibration* cal = &ctx->cal;
-  PlanOptions opt;
   const std::string threads = args->Get("threads", "2");
   auto n_threads = ParseInteger(threads, {"command line", 0, "--threads"}, 1, 256);  // whole value: "2abc" is an error
   if (!n_threads.ok()) return Fail(n_threads.status(), json);
-  opt.threads = static_cast<int>(*n_threads);
+  // The progress, cancel flag and item limit of an in-process caller (the web server), else a progress bar.
+  PlanOptions opt = HookedPlanOptions(static_cast<int>(*n_threads));
   if (opt.threads < 1 || opt.threads > 256) return Fail(Status::BadInput({"command line", 0, "--threads"}, "must be in 1..256"), json);
   std::atomic<int64_t> done{0};
-  int64_t total = 0;
-  opt.progress = &done;
-  opt.progress_total = &total;
-  // A progress bar on a terminal only (never when piped).
+  std::atomic<int64_t> total{0};
+  if (opt.progress == nullptr) opt.progress = &done;
+  if (opt.progress_total == nullptr) opt.progress_total = &total;
+  // A progress bar on a terminal only (never when piped, never under an in-process caller).
   std::atomic<bool> finished{false};
   std::thread bar;
-  if (isatty(STDERR_FILENO)) {
+  if (CurrentHooks() == nullptr && isatty(STDERR_FILENO)) {
     bar = std::thread([&] {
       while (!finished) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -139,7 +139,7 @@ int CmdPlan(const std::vector<std::string>& argv) {
   if (*format == Format::kJson) {
     nlohmann::json out = PlanToJson(*result, *job, print);
     if (args->Has("ledger")) out["ledger"] = LedgerJson(*args, measured);
-    std::printf("%s\n", DumpJson(out).c_str());
+    EmitJson(out);
   } else {
     const std::string text = PlanToText(*result, *job, *format == Format::kMarkdown, print) + LedgerText(*args, measured);
     if (*format == Format::kMarkdown) std::printf("%s", text.c_str());

@@ -161,7 +161,7 @@ int CmdProbe(const std::vector<std::string>& argv) {
   } else {
     out["ledger"] = nullptr;
   }
-  if (json) std::printf("%s\n", DumpJson(out).c_str());
+  if (json) EmitJson(out);
   else std::fputs(text.c_str(), stdout);
   return exit_code;
 }

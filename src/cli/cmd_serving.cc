@@ -88,7 +88,7 @@ int CmdServing(const std::vector<std::string>& argv) {
   if (*format == Format::kJson) {
     nlohmann::json out = ServingToJson(*r);
     if (!r->estimate.fits) out["error"] = ErrorToJson(no_fit)["error"];
-    std::printf("%s\n", DumpJson(out).c_str());
+    EmitJson(out);
   } else if (*format == Format::kMarkdown) {
     std::printf("%s", ServingToText(*r, true).c_str());
   } else {

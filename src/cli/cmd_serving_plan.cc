@@ -74,7 +74,7 @@ int RunServingPlan(const Context& ctx, bool json) {
   if (!engines.ok()) return Fail(engines.status(), json);
   auto r = PlanWithLines(ctx, *engines);
   if (!r.ok()) return Fail(r.status(), json);
-  if (json) std::printf("%s\n", DumpJson(ServingPlanToJson(*r, ctx.job)).c_str());
+  if (json) EmitJson(ServingPlanToJson(*r, ctx.job));
   else PrintFitted(ServingPlanToText(*r, ctx.job));
   return r->plans.empty() ? 2 : 0;
 }
@@ -118,10 +118,9 @@ int ExportServing(const Args& args, bool json) {
       if (out_dir.empty()) e["content"] = f.content;
       list.push_back(e);
     }
-    std::printf("%s\n", DumpJson({{"format", ToString(*format)}, {"origin", o.origin},
-                                  {"launch_line", ServingLaunchLine(chosen->job, chosen->estimate, *profile)},
-                                  {"out", out_dir.empty() ? nlohmann::json(nullptr) : nlohmann::json(out_dir)}, {"files", list}})
-                            .c_str());
+    EmitJson({{"format", ToString(*format)}, {"origin", o.origin},
+              {"launch_line", ServingLaunchLine(chosen->job, chosen->estimate, *profile)},
+              {"out", out_dir.empty() ? nlohmann::json(nullptr) : nlohmann::json(out_dir)}, {"files", list}});
     return 0;
   }
   if (out_dir.empty()) {

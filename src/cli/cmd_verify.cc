@@ -210,7 +210,7 @@ int CmdVerify(const std::vector<std::string>& argv) {
   if (json) {
     nlohmann::json j = ReportJson(rep, opt.plan);
     j["ledger"] = ledger;
-    std::printf("%s\n", DumpJson(j).c_str());
+    EmitJson(j);
   } else {
     PrintText(rep, opt.plan);
     if (!ledger.is_null())

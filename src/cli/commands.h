@@ -22,6 +22,7 @@ int CmdLedger(const std::vector<std::string>& argv);
 int CmdDiagnose(const std::vector<std::string>& argv);
 int CmdCalibrate(const std::vector<std::string>& argv);
 int CmdFleet(const std::vector<std::string>& argv);
+int CmdWeb(const std::vector<std::string>& argv);  // cmd_web.cc, in the binary only (it links the server)
 
 struct Args;
 struct Context;

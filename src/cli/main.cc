@@ -36,6 +36,7 @@ const Command kCommands[] = {
     {"validate", "predict published runs (runs.csv format) and report the error", gpuplan::cli::CmdValidate},
     {"models", "list the built-in model presets", gpuplan::cli::CmdModels},
     {"catalog", "list catalog rows: gpus | links | instances | storage", gpuplan::cli::CmdCatalog},
+    {"web", "serve a local page and a JSON API of these commands (http://127.0.0.1:8600)", gpuplan::cli::CmdWeb},
 };
 
 void Usage(FILE* out) {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <string_view>
 
 namespace gpuplan {
@@ -34,10 +35,42 @@ struct Fd {
   }
 };
 
+thread_local const ScopedInputOverlay* overlay = nullptr;
+
 }  // namespace
+
+ScopedInputOverlay::ScopedInputOverlay(std::map<std::string, std::string> files, std::string refusal)
+    : files_(std::move(files)), refusal_(std::move(refusal)), previous_(overlay) {
+  overlay = this;
+}
+
+ScopedInputOverlay::~ScopedInputOverlay() { overlay = previous_; }
+
+bool InputPathExists(const std::string& path) {
+  if (overlay != nullptr) return overlay->files().count(path) > 0;
+  std::error_code ec;
+  return std::filesystem::exists(path, ec);
+}
+
+bool InputPathIsDirectory(const std::string& path) {
+  if (overlay != nullptr) return false;
+  std::error_code ec;
+  return std::filesystem::is_directory(path, ec);
+}
 
 Result<std::string> ReadInputFile(const std::string& path, int64_t max_bytes) {
   const Location where{path, 0, ""};
+  if (overlay != nullptr) {
+    auto it = overlay->files().find(path);
+    if (it == overlay->files().end())
+      return Status::BadInput(where, overlay->refusal().empty()
+                                         ? "not readable here: files are posted as content, never named by a path"
+                                         : overlay->refusal());
+    if (static_cast<int64_t>(it->second.size()) > max_bytes)
+      return Status::BadInput(where, "file is " + std::to_string(it->second.size()) + " bytes, over the " + Size(max_bytes) +
+                                         " input limit (kMaxInputFileBytes)");
+    return it->second;
+  }
   if (path.empty()) return Status::BadInput(where, "cannot open file: empty path");
   // O_NONBLOCK: opening a FIFO for reading must not wait for a writer; regular files ignore it.
   Fd f{::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)};

@@ -84,11 +84,11 @@ Status ConfigError(const Status& st, const Location& w) {
 // else a message that says how to get there.
 Result<Arch> ModelFromPath(const std::string& s, const Location& w) {
   const bool json_path = s.size() > 5 && s.compare(s.size() - 5, 5, ".json") == 0;
-  std::error_code ec;
-  const bool is_dir = std::filesystem::is_directory(s, ec);
+  // InputPath*: the filesystem, or the web server's posted files (input_file.h), never a path of a request.
+  const bool is_dir = InputPathIsDirectory(s);
   if (json_path || is_dir) {
     const std::string file = is_dir ? s + "/config.json" : s;
-    if (std::filesystem::exists(file, ec)) {
+    if (InputPathExists(file)) {
       auto a = ArchFromHfConfig(file);
       if (!a.ok()) return ConfigError(a.status(), w);
       return a;
@@ -279,8 +279,7 @@ const std::vector<KeyEntry>& Entries() {
       return Status::Ok();
     });
     add("model.config", "config", "Hugging Face config.json path", [](Job& j, const std::string& s, const Location& w) -> Status {
-      std::error_code ec;
-      if (!std::filesystem::exists(s, ec) || std::filesystem::is_directory(s, ec)) {
+      if (!InputPathExists(s) || InputPathIsDirectory(s)) {
         auto a = ModelFromPath(s, w);
         if (!a.ok()) return a.status();
         j.arch = *a;

@@ -88,6 +88,7 @@ SearchState SearchAll(const Context& ctx, const LayoutSpace& sp, const std::vect
   std::vector<SearchState> states(static_cast<size_t>(std::max(1, options.threads)));
   auto worker = [&](SearchState& st) {
     for (size_t idx = next++; idx < items.size(); idx = next++) {
+      if (options.cancel != nullptr && options.cancel->load(std::memory_order_relaxed)) break;
       if (options.progress) ++*options.progress;
       SearchItem(ctx, sp, setups, variants, items, idx, st);
     }
@@ -150,7 +151,9 @@ void Relax(const Job& job, const Catalog& catalog, const Calibration& cal, const
   open.constraints.deadline_hours = 0;
   open.constraints.budget_usd = 0;
   open.constraints.objective = Objective::kTime;
-  auto unconstrained = PlanJob(open, catalog, cal, PlanOptions{options.threads, nullptr, nullptr});
+  PlanOptions again{options.threads, nullptr, nullptr};
+  again.cancel = options.cancel;
+  auto unconstrained = PlanJob(open, catalog, cal, again);
   if (unconstrained.ok() && unconstrained->plans.empty()) {
     out.relax = unconstrained->relax;
     out.relax_code = unconstrained->relax_code;
@@ -210,9 +213,17 @@ Result<PlanResult> PlanJob(const Job& job_in, const Catalog& catalog, const Cali
   const std::vector<Setup> setups = EnumerateSetups(ctx, rejects, out.notes);
   const std::vector<Variant> variants = ResolveVariants(ctx, setups, rejects);
   const std::vector<Item> items = EnumerateItems(ctx, setups, variants, rejects);
+  if (options.max_items > 0 && static_cast<int64_t>(items.size()) > options.max_items)
+    return Status::Infeasible("the search covers " + std::to_string(items.size()) +
+                              " work items (instance type x node count x variant), over the limit of " +
+                              std::to_string(options.max_items) +
+                              " set for this caller: pin more keys (cluster.gpu, constraints.clouds, constraints.max_gpus) "
+                              "to narrow it");
   if (options.progress_total) *options.progress_total = static_cast<int64_t>(items.size());
   const LayoutSpace space = BuildLayoutSpace(ctx);
   SearchState found = SearchAll(ctx, space, setups, variants, items, options);
+  if (options.cancel != nullptr && options.cancel->load())
+    return Status::Infeasible("the search was cancelled by its caller before it finished");
   rejects.Merge(found.rejects);
   out.considered = found.considered;
   out.evaluated = found.evaluated;

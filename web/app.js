@@ -27,6 +27,7 @@ const state = {
   plan: null,
   poolMode: false,
   jobUsed: null,
+  configUsed: null,
   selected: null,
   serving: null,
   fleet: null,
@@ -36,11 +37,11 @@ window.gpuplan = state;
 
 // ---------------------------------------------------------------------------------------------------------
 // The one function that builds API requests. The body is {"job": {...job-file keys...},
-// "flags": {"flag": v}, "pool": {...pool file...}} (fleet: {"fleet": {...fleet file...}}); adapt
-// here if the server's format moves.
+// "config": {...a pasted config.json...}, "pool": {...pool file...}, "flags": {"flag": v}}
+// (fleet: {"fleet": {...fleet file...}}); adapt here if the server's format moves.
 function buildRequest(route, parts, opts) {
   const body = {};
-  for (const k of ['job', 'pool', 'fleet'])
+  for (const k of ['job', 'config', 'pool', 'fleet'])
     if (parts[k]) body[k] = parts[k];
   if (parts.flags && Object.keys(parts.flags).length) body.flags = parts.flags;
   const text = JSON.stringify(body);
@@ -118,13 +119,13 @@ async function readEventStream(resp, onProgress) {
       status: 500,
       data: {error: {code: 'stream', message: 'the stream ended without a result'}}
     };
-  const d = last.data;
-  let status = resp.status;
-  if (d && d.error)
-    status = typeof d.status === 'number' ? d.status : 400;
-  else if (last.event === 'infeasible' || (d && d.status === 422))
-    status = 422;
-  return {status, data: d && d.body && d.status ? d.body : d};
+  // The last event: {"status": 200|400|422|..., "exit_code": N, "result": <the CLI's JSON>}.
+  const d = last.data || {};
+  if (typeof d.status === 'number' && 'result' in d) {
+    const result = d.result || {error: {code: 'http_' + d.status, message: 'no result'}};
+    return {status: d.status, data: result};
+  }
+  return {status: d.error ? 400 : resp.status, data: d};
 }
 
 async function getJson(url) {
@@ -503,7 +504,7 @@ function prune(o) {
 function readModel() {
   const cfg = parseJsonField('f-config', 'editor.config.bad');
   if (cfg.error) return cfg;
-  if (cfg.value) return {value: {config: cfg.value}};  // config.json content, never a path
+  if (cfg.value) return {value: undefined, config: cfg.value};  // the content, never a path
   return {value: {preset: field('f-preset')}};
 }
 function readTrainingJob() {
@@ -533,12 +534,13 @@ function readTrainingJob() {
     if (p.error) return p;
     pool = p.value;
   }
-  return {value: job, pool};
+  return {value: job, config: model.config, pool};
 }
 function readServingJob() {
   const model = readModel();
   if (model.error) return model;
   return {
+    config: model.config,
     value: prune({
       model: model.value,
       serving: {
@@ -606,7 +608,7 @@ async function runTraining(gen, signal) {
   }
   setStatus(t('status.running'), 'busy');
   const started = performance.now();
-  const res = await post('plan', {job: read.value, pool: read.pool}, {
+  const res = await post('plan', {job: read.value, config: read.config, pool: read.pool}, {
     stream: true,
     signal,
     onProgress: (p) => {
@@ -615,6 +617,7 @@ async function runTraining(gen, signal) {
   });
   if (stale(gen)) return;
   state.jobUsed = read.value;
+  state.configUsed = read.config;
   state.poolMode = !!read.pool;
   state.selected = null;
   if (res.data && res.data.error) {
@@ -637,6 +640,8 @@ function progressText(p) {
   if (p == null) return '';
   if (typeof p !== 'object') return String(p);
   if (p.message) return p.message;
+  if (typeof p.done === 'number' && typeof p.total === 'number')
+    return num(p.done, 0) + ' / ' + num(p.total, 0);
   return Object.entries(p)
       .filter(([, v]) => typeof v !== 'object')
       .map(([k, v]) => k + ' ' + v)
@@ -840,12 +845,12 @@ function selectSetup(kind, i) {
   $('export-format').value = fmt;
   clear($('step'));
   clear($('memory'));
-  post('estimate', {job: pinned})
+  post('estimate', {job: pinned, config: state.configUsed})
       .then((res) => {
         if (still()) renderStep(res.data, res.data.breakdown_s);
       })
       .catch(() => {});
-  post('memory', {job: pinned})
+  post('memory', {job: pinned, config: state.configUsed})
       .then((res) => {
         if (still()) renderMemory(res.data);
       })
@@ -853,7 +858,7 @@ function selectSetup(kind, i) {
   loadExport(row, fmt, still);
 }
 // The selected setup as a pinned job: the planner's own job keys for that row (flattened "a.b":
-// "v"), with the editor's model section (a posted config.json stays content).
+// "v"), with the editor's model section (a pasted config.json is posted again as content).
 function pinnedJob(row) {
   const job = {};
   for (const [k, v] of Object.entries(row.job || {})) {
@@ -862,7 +867,8 @@ function pinnedJob(row) {
     for (const p of parts.slice(0, -1)) o = o[p] = o[p] || {};
     o[parts[parts.length - 1]] = typedValue(v);
   }
-  job.model = Object.assign({}, state.jobUsed.model);
+  delete job.model;
+  if (state.jobUsed.model) job.model = Object.assign({}, state.jobUsed.model);
   return job;
 }
 function typedValue(v) {
@@ -1127,7 +1133,7 @@ function loadExport(row, fmt, still) {
   host.dataset.state = 'loading';
   const flags = {to: fmt};
   if (row.instance) flags.instance = row.instance;
-  post('export', {job: pinnedJob(row), flags})
+  post('export', {job: pinnedJob(row), config: state.configUsed, flags})
       .then((res) => {
         if (!still()) return;
         clear(host);
@@ -1171,7 +1177,8 @@ async function runServing(gen, signal) {
   }
   setStatus(t('status.running'), 'busy');
   const started = performance.now();
-  const res = await post('serving', {job: read.value, flags: {plan: true}}, {signal});
+  const res =
+      await post('serving', {job: read.value, config: read.config, flags: {plan: true}}, {signal});
   if (stale(gen)) return;
   if (res.data.error) {
     setStatus('', 'error');

@@ -1,5 +1,5 @@
 // Every string the page shows, one table per language. app.js looks keys up with t(key, vars);
-// elements carry data-i18n="key" (text), data-i18n-title / data-i18n-placeholder / data-i18n-aria
+// elements carry data-i18n="key" (text), data-i18n-title / data-i18n-placeholder
 // (attributes). {name} in a string is replaced by vars.name. Numbers are never in here: they come
 // from the API.
 'use strict';

@@ -8,6 +8,7 @@ const LANG_KEY = 'gpuplan.lang';  // localStorage key of the chosen language
 const SVG_NS = 'http://www.w3.org/2000/svg';
 const GIB = 1024 * 1024 * 1024;  // bytes per GiB (display only)
 const S_PER_HOUR = 3600;
+const LABEL_CHAR_PX = 6.2;  // average width of an 11 px label character, to cut long bar labels
 const EXPORT_FORMATS = [
   'deepspeed', 'accelerate', 'torchrun', 'megatron', 'torchtitan', 'slurm', 'kubernetes',
   'skypilot', 'fabric'
@@ -405,6 +406,12 @@ function scatterPlot(host, o) {
   return svg;
 }
 
+// A label cut to what fits in width px of 11 px text (the whole label stays in the <title>).
+function shorten(label, width) {
+  const max = Math.floor(width / LABEL_CHAR_PX);
+  return label.length > max ? label.slice(0, max - 1) + '…' : label;
+}
+
 // Horizontal stacked bars: rows [{label, segments: [{key, value, label, color}], text}], vLines
 // [{value, label, cls}].
 function stackedBars(host, o) {
@@ -425,7 +432,12 @@ function stackedBars(host, o) {
     const g = svgEl('g', {class: 'bar-row' + (r.cls ? ' ' + r.cls : ''), 'data-testid': r.testid});
     if (r.label) {
       g.appendChild(svgEl(
-          'text', {x: labelW - 8, y: y + rowH / 2 + 4, 'text-anchor': 'end', text: r.label},
+          'text', {
+            x: labelW - 8,
+            y: y + rowH / 2 + 4,
+            'text-anchor': 'end',
+            text: shorten(r.label, labelW)
+          },
           svgTitle(r.label)));
     }
     let acc = 0;

@@ -69,13 +69,30 @@ def wait_healthz(base, proc):
     raise RuntimeError("no answer from %s/healthz within %d s" % (base, START_TIMEOUT_S))
 
 
-def post_json(url, body_text):
-    req = urllib.request.Request(url, data=body_text.encode(), headers={"Content-Type": "application/json"})
+def post_plan(base, body_text):
+    """POST /api/plan?stream=1 as the page does: (status, the CLI's JSON). A server-sent-event answer is read to its
+    last event, {"status", "exit_code", "result"}; a plain JSON answer as it is."""
+    req = urllib.request.Request(base + "/api/plan?stream=1", data=body_text.encode(),
+                                 headers={"Content-Type": "application/json"})
     try:
         with urllib.request.urlopen(req, timeout=PLOT_TIMEOUT_S) as r:
-            return r.status, json.loads(r.read())
+            status, kind, raw = r.status, r.headers.get("Content-Type", ""), r.read().decode()
     except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read() or b"{}")
+        status, kind, raw = e.code, e.headers.get("Content-Type", ""), (e.read() or b"{}").decode()
+    if "text/event-stream" not in kind:
+        return status, json.loads(raw)
+    last = None
+    for block in raw.replace("\r\n", "\n").split("\n\n"):
+        event, data = "message", []
+        for line in block.split("\n"):
+            if line.startswith("event:"):
+                event = line[6:].strip()
+            elif line.startswith("data:"):
+                data.append(line[5:].lstrip(" "))
+        if data and event != "progress":
+            last = json.loads("\n".join(data))
+    assert last is not None, "the plan stream ended without a result"
+    return last["status"], last["result"]
 
 
 def main():
@@ -141,7 +158,7 @@ def main():
             "return window.gpuplan.gen > arguments[0] && document.getElementById('status').dataset.state === 'done'",
             gen_before))
         body = driver.execute_script("return window.gpuplan.lastBody.plan")
-        status, api = post_json(base + "/api/plan", body)
+        status, api = post_plan(base, body)
         assert status == 200, "POST /api/plan: %d %s" % (status, json.dumps(api)[:400])
         sent = json.loads(body)
         train = api["inputs"]["training"]

@@ -209,6 +209,11 @@ function setAttrs(node, attrs) {
       node.textContent = v;
     else if (k.startsWith('on'))
       node.addEventListener(k.slice(2), v);
+    else if (k === 'style')  // through the CSSOM: allowed under a Content-Security-Policy
+      for (const decl of String(v).split(';')) {
+        const at = decl.indexOf(':');
+        if (at > 0) node.style.setProperty(decl.slice(0, at).trim(), decl.slice(at + 1).trim());
+      }
     else
       node.setAttribute(k, v === true ? '' : v);
   }

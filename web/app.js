@@ -528,6 +528,7 @@ function readTrainingJob() {
   const model = readModel();
   if (model.error) return model;
   const clouds = [...document.querySelectorAll('#f-clouds input:checked')].map((c) => c.value);
+  const gpus = [...$('f-gpus').selectedOptions].map((o) => o.value);
   const job = prune({
     model: model.value,
     training: {
@@ -542,7 +543,8 @@ function readTrainingJob() {
       max_gpus: numberField('f-max-gpus'),
       objective: field('f-objective'),
       spot: field('f-spot'),
-      clouds: clouds.length ? clouds : undefined
+      clouds: clouds.length ? clouds : undefined,
+      gpus: gpus.length ? gpus : undefined
     },
   });
   let pool = null;
@@ -1532,6 +1534,15 @@ async function loadLists() {
       box.appendChild(
           el('label', {}, [el('input', {type: 'checkbox', value: p, name: 'cloud'}), p]));
   } catch (e) { /* the clouds list is optional: the job still runs over every cloud */
+  }
+  try {
+    const gpus = await getJson('/api/catalog/gpus');
+    const rows = Array.isArray(gpus) ? gpus : (gpus.rows || []);
+    const sel = $('f-gpus');
+    for (const g of rows)
+      sel.appendChild(
+          el('option', {value: g.id, title: g.name, text: `${g.id} (${g.memory_GiB} GiB)`}));
+  } catch (e) { /* the GPU list is optional too */
   }
 }
 function init() {

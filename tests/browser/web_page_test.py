@@ -3,8 +3,8 @@
 
 Starts `gpuplan web` on a free loopback port, waits for /healthz, loads the page, fills a training job, waits for
 the Pareto plot and checks it has one point per setup the API returns for the same request (the test posts the
-page's own request body to /api/plan itself), clicks a point and waits for its export files, switches to Chinese
-and checks the Chinese labels, saves a screenshot, stops the server.
+page's own request body to /api/plan itself), hovers a point and reads its tooltip, clicks it and waits for its
+export files, switches to Chinese and checks the Chinese labels, saves a screenshot, stops the server.
 
   web_page_test.py --binary build/gpuplan --screenshot build/artifacts/web-page.png
 
@@ -105,6 +105,7 @@ def main():
     driver_path = find_tool("chromedriver", "/usr/bin/chromedriver")
     try:
         from selenium import webdriver
+        from selenium.webdriver.common.action_chains import ActionChains
         from selenium.webdriver.common.by import By
         from selenium.webdriver.chrome.service import Service
         from selenium.webdriver.support.ui import Select, WebDriverWait
@@ -178,16 +179,21 @@ def main():
         print("pareto points: %d, plan points: %d (API: %d, %d)" % (len(pareto_pts), len(plan_pts), want_pareto,
                                                                      want_plans))
 
-        # Click the cheapest Pareto point: its export files appear, for that setup's instance.
+        # Hover the cheapest Pareto point: the tooltip names its instance. Click it: its export files appear.
         cheapest = min(range(want_pareto), key=lambda i: api["pareto"][i]["cost_usd"])
         point = driver.find_element(By.CSS_SELECTOR, "#pareto circle.pareto-point[data-index='%d']" % cheapest)
+        instance = api["pareto"][cheapest]["instance"]
+        driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", point)
+        ActionChains(driver).move_to_element(point).perform()
+        step.until(lambda d: d.find_element(By.ID, "tooltip").is_displayed())
+        tip = driver.find_element(By.ID, "tooltip").text
+        assert instance in tip, "the tooltip does not name %s: %r" % (instance, tip)
         driver.execute_script("arguments[0].dispatchEvent(new MouseEvent('click', {bubbles: true}))", point)
         step.until(lambda d: d.find_element(By.ID, "export").get_attribute("data-state") in ("done", "error"))
         export = driver.find_element(By.ID, "export")
         assert export.get_attribute("data-state") == "done", "export failed: " + export.text[:400]
         files = export.find_elements(By.CSS_SELECTOR, "[data-testid=export-file] pre")
         assert files, "no export file shown"
-        instance = api["pareto"][cheapest]["instance"]
         assert any(instance in f.get_attribute("textContent") for f in files), \
             "the export does not name the selected instance " + instance
         assert "sel" not in (rows[0].get_attribute("class") or ""), "the table row stayed selected"

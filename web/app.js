@@ -361,8 +361,14 @@ function scatterPlot(host, o) {
   for (const l of o.vLines || []) {
     svg.appendChild(svgEl(
         'line', {class: 'limit', x1: X(l.x), x2: X(l.x), y1: m.t, y2: H - m.b}, svgTitle(l.label)));
-    svg.appendChild(
-        svgEl('text', {class: 'limit-label', x: X(l.x) + 4, y: m.t + 10, text: l.label}));
+    const right = X(l.x) > W * 0.75;  // a label near the right edge reads leftwards
+    svg.appendChild(svgEl('text', {
+      class: 'limit-label',
+      x: X(l.x) + (right ? -4 : 4),
+      y: m.t + 10,
+      'text-anchor': right ? 'end' : 'start',
+      text: l.label
+    }));
   }
   for (const l of o.hLines || []) {
     svg.appendChild(svgEl(

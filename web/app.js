@@ -8,6 +8,7 @@ const LANG_KEY = 'gpuplan.lang';  // localStorage key of the chosen language
 const SVG_NS = 'http://www.w3.org/2000/svg';
 const GIB = 1024 * 1024 * 1024;  // bytes per GiB (display only)
 const S_PER_HOUR = 3600;
+const LOG_SCALE_SPAN = 8;   // an axis whose values span more than this factor is drawn in log scale
 const LABEL_CHAR_PX = 6.2;  // average width of an 11 px label character, to cut long bar labels
 const EXPORT_FORMATS = [
   'deepspeed', 'accelerate', 'torchrun', 'megatron', 'torchtitan', 'slurm', 'kubernetes',
@@ -258,7 +259,7 @@ function hideTip() {
 function makeScale(values, range, opts) {
   let lo = Math.min(...values);
   let hi = Math.max(...values);
-  const log = !opts.zero && lo > 0 && hi / lo > 8;
+  const log = !opts.zero && lo > 0 && hi / lo > LOG_SCALE_SPAN;
   if (opts.zero) lo = Math.min(0, lo);
   if (lo === hi) {
     lo = log ? lo / 2 : lo - Math.abs(lo || 1) * 0.5;

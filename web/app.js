@@ -1155,42 +1155,43 @@ function renderStages(r) {
 // --- export
 // ---------------------------------------------------------------------------------------------------
 function loadExport(row, fmt, still) {
-  const host = clear($('export'));
-  host.dataset.state = 'loading';
   const flags = {to: fmt};
   if (row.instance) flags.instance = row.instance;
-  post('export', {job: pinnedJob(row), config: state.configUsed, flags})
+  showExport($('export'), {job: pinnedJob(row), config: state.configUsed, flags}, still);
+}
+// Posts an export request and shows its files in host (each with a download link);
+// host[data-state] is loading, then done or error.
+function showExport(host, parts, still) {
+  clear(host);
+  host.dataset.state = 'loading';
+  const fail = (text) => {
+    clear(host);
+    host.dataset.state = 'error';
+    host.appendChild(el('p', {class: 'error', text}));
+  };
+  post('export', parts)
       .then((res) => {
         if (!still()) return;
-        clear(host);
         if (res.data.error || !res.data.files) {
-          host.appendChild(el('p', {
-            class: 'error',
-            text: (res.data.error && res.data.error.message) || JSON.stringify(res.data)
-          }));
-          host.dataset.state = 'error';
+          fail((res.data.error && res.data.error.message) || JSON.stringify(res.data));
           return;
         }
-        for (const f of res.data.files) {
-          const url = URL.createObjectURL(new Blob([f.content], {type: 'text/plain'}));
-          host.appendChild(el('section', {class: 'export-file', 'data-testid': 'export-file'}, [
-            el('header', {},
-               [
-                 el('span', {text: f.name + (f.executable ? ' (+x)' : '')}),
-                 el('a',
-                    {class: 'download', href: url, download: f.name, text: t('export.download')})
-               ]),
-            el('pre', {text: f.content})
-          ]));
-        }
+        clear(host);
+        for (const f of res.data.files) host.appendChild(exportFile(f));
         host.dataset.state = 'done';
       })
       .catch((e) => {
-        if (still()) {
-          host.dataset.state = 'error';
-          host.appendChild(el('p', {class: 'error', text: e.message}));
-        }
+        if (still()) fail(e.message);
       });
+}
+function exportFile(f) {
+  const url = URL.createObjectURL(new Blob([f.content], {type: 'text/plain'}));
+  const name = el('span', {text: f.name + (f.executable ? ' (+x)' : '')});
+  const link =
+      el('a', {class: 'download', href: url, download: f.name, text: t('export.download')});
+  return el(
+      'section', {class: 'export-file', 'data-testid': 'export-file'},
+      [el('header', {}, [name, link]), el('pre', {text: f.content})]);
 }
 
 // --- serving
@@ -1206,6 +1207,7 @@ async function runServing(gen, signal) {
   const res =
       await post('serving', {job: read.value, config: read.config, flags: {plan: true}}, {signal});
   if (stale(gen)) return;
+  state.servingJob = read;
   if (res.data.error) {
     setStatus('', 'error');
     showError(t('status.error'), res.data.error);
@@ -1301,6 +1303,35 @@ function selectServing(i) {
   host.appendChild(el('h3', {text: t('serving.launch')}));
   host.appendChild(
       el('pre', {class: 'launch', 'data-testid': 'serving-launch', text: r.launch_line}));
+  host.appendChild(el('h3', {text: t('export.title')}));
+  const formats = [r.engine, 'kubernetes'];
+  const picker = el(
+      'select', {id: 'serving-export-format', class: 'no-print', 'aria-label': t('export.format')},
+      formats.map((f) => el('option', {value: f, text: f})));
+  const files = el('div', {id: 'serving-export', 'data-testid': 'serving-export'});
+  host.appendChild(picker);
+  host.appendChild(files);
+  const gen = state.gen;
+  const load = () => showExport(
+      files, servingExportParts(r, picker.value),
+      () => gen === state.gen && state.servingSelected === i);
+  state.servingSelected = i;
+  picker.addEventListener('change', load);
+  load();
+}
+// The selected serving setup as a pinned serving job: the editor's model and workload with the
+// row's card, count, layout (replicas = data parallel) and precisions.
+function servingExportParts(r, fmt) {
+  const job = JSON.parse(JSON.stringify(state.servingJob.value));
+  job.cluster = {gpu: r.gpu, num_gpus: r.gpus};
+  job.parallel = {tp: r.tp, pp: r.pp, dp: r.replicas};
+  job.serving = Object.assign(
+      job.serving || {}, {engine: r.engine, weights: r.weights, kv_dtype: r.kv_dtype});
+  return {
+    job,
+    config: state.servingJob.config,
+    flags: {to: fmt, serving: true, instance: r.instance}
+  };
 }
 
 // --- fleet

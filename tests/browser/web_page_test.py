@@ -4,7 +4,8 @@
 Starts `gpuplan web` on a free loopback port, waits for /healthz, loads the page, fills a training job, waits for
 the Pareto plot and checks it has one point per setup the API returns for the same request (the test posts the
 page's own request body to /api/plan itself), hovers a point and reads its tooltip, clicks it and waits for its
-export files, switches to Chinese and checks the Chinese labels, saves a screenshot, stops the server.
+export files, switches to Chinese and checks the Chinese labels, saves a screenshot; then the serving mode (a point
+per setup, the export) and the fleet mode (a bar per assignment); stops the server.
 
   web_page_test.py --binary build/gpuplan --screenshot build/artifacts/web-page.png
 
@@ -218,6 +219,23 @@ def main():
         step.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#memory svg [data-testid=memory-bar]"))
         driver.save_screenshot(args.screenshot)
         print("screenshot: " + args.screenshot)
+
+        # Serving and fleet: their plots draw a point per setup and a bar per assignment, the serving export appears.
+        for mode, selector in (("serving", "#serving-ttft circle.serving-point"), ("fleet", "#fleet rect.fleet-bar")):
+            gen_before = driver.execute_script("return window.gpuplan.gen")
+            driver.find_element(By.CSS_SELECTOR, "input[name=mode][value=%s]" % mode).click()
+            wait.until(lambda d: d.execute_script(
+                "return window.gpuplan.gen > arguments[0] && document.getElementById('status').dataset.state === 'done'",
+                gen_before))
+            data = driver.execute_script("return window.gpuplan[arguments[0]]", mode)
+            assert data, "no %s result: %s" % (mode, driver.find_element(By.ID, "error").text[:400])
+            want = len(data["plans"]) if mode == "serving" else \
+                len(data["assignments"]) + len(data.get("baseline", {}).get("assignments", []))
+            got = len(driver.find_elements(By.CSS_SELECTOR, selector))
+            assert got == want and want > 0, "%s: %d drawn, %d in the answer" % (mode, got, want)
+            if mode == "serving":
+                step.until(lambda d: d.find_element(By.ID, "serving-export").get_attribute("data-state") == "done")
+            print("%s: %d drawn" % (mode, got))
         print("PASS")
         ok = True
         return 0

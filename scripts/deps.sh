@@ -16,9 +16,12 @@ if [ "${1:-}" = "--test" ]; then
   # Kubernetes manifests against the CRD schemas), sqlite3 (the ledger under
   # kill -9), fio (tests/real), clang + libclang-rt-14-dev (libFuzzer and the sanitizer runtimes for
   # scripts/fuzz.sh; Debian 12 ships libclang_rt.fuzzer-x86_64.a in libclang-rt-14-dev, which
-  # --no-install-recommends leaves out), wrk and curl (bench/web_load.sh: the load test of `gpuplan web`).
+  # --no-install-recommends leaves out), wrk and curl (bench/web_load.sh: the load test of `gpuplan web`),
+  # chromium + chromium-driver + python3-selenium (tests/browser: the web page in a real headless browser) with
+  # fonts-wqy-microhei (the page's Chinese labels in its screenshot).
   pkgs+=(libgtest-dev libgmock-dev libbenchmark-dev python3-torch clang libclang-rt-14-dev slurm-wlm munge python3-yaml
-         python3-toml python3-jsonschema sqlite3 fio wrk curl)
+         python3-toml python3-jsonschema sqlite3 fio wrk curl chromium chromium-driver python3-selenium
+         fonts-wqy-microhei)
 elif [ -n "${1:-}" ]; then
   echo "usage: bash scripts/deps.sh [--test]" >&2
   exit 1

@@ -170,7 +170,8 @@ Result<FleetJob> ParseJobEntry(const YAML::Node& e, const std::string& file) {
 // indentation removed, up to the next line at column 0. "" when the node is not such a block (a flow mapping).
 std::string NestedBlockText(const std::string& text, const YAML::Node& n) {
   const int first = n.Mark().line;
-  if (first <= 0 || n.Mark().column <= 0) return "";
+  // A flow mapping ({...}, as JSON writes every mapping) spans lines that are not a block: re-emitted instead.
+  if (first <= 0 || n.Mark().column <= 0 || n.Style() == YAML::EmitterStyle::Flow) return "";
   std::vector<std::string> lines;
   for (size_t at = 0; at <= text.size();) {
     const size_t nl = text.find('\n', at);

@@ -196,6 +196,41 @@ TEST(FleetTest, InlinePoolAndAJobFileBesideTheFleetFile) {
   EXPECT_EQ(r.baseline.assignments[1].gpus[0].count, 8);
 }
 
+// A fleet file written as indented JSON (what the web API posts): the inline pool is a flow mapping over many
+// lines, with a nested flow mapping (network: {kind, gbps}); it is read like the YAML block.
+TEST(FleetTest, InlinePoolInIndentedJson) {
+  const std::string text =
+      "{\n"
+      "  \"pool\": {\n"
+      "    \"pool\": \"two\",\n"
+      "    \"groups\": [\n"
+      "      {\"name\": \"fast\", \"gpu\": \"a100-sxm-80gb\", \"nodes\": 1, \"gpus_per_node\": 8,\n"
+      "       \"network\": \"ib-hdr\", \"price_per_gpu_hour\": 1.1},\n"
+      "      {\n"
+      "        \"name\": \"slow\",\n"
+      "        \"gpu\": \"rtx4090-24gb\",\n"
+      "        \"nodes\": 2,\n"
+      "        \"gpus_per_node\": 8,\n"
+      "        \"network\": {\n"
+      "          \"kind\": \"tcp\",\n"
+      "          \"gbps\": 25\n"
+      "        },\n"
+      "        \"price_per_gpu_hour\": 0.3\n"
+      "      }\n"
+      "    ]\n"
+      "  },\n"
+      "  \"jobs\": [\n"
+      "    {\"name\": \"a\", \"kind\": \"training\", \"model\": {\"preset\": \"gpt2\"},\n"
+      "     \"training\": {\"seq_len\": 1024, \"global_batch\": 32, \"tokens\": 1e9}}\n"
+      "  ]\n"
+      "}\n";
+  auto f = ParseFleetText(text, "fleet.json", BuiltinCatalog());
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_EQ(f->pool.name, "two");
+  EXPECT_EQ(f->pool.GpusUsable(), 24);
+  ASSERT_EQ(f->jobs.size(), 1u);
+}
+
 // ---- bad input at file:line ------------------------------------------------------------------------------------
 
 struct BadCase {

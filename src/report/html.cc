@@ -16,12 +16,14 @@ constexpr double kPlotLeft = 78, kPlotRight = 24, kPlotTop = 16, kPlotBottom = 5
 constexpr double kPointRadius = 5, kMarkerSide = 8;
 constexpr double kLogSpan = 20;            // an axis whose max / min exceeds this is drawn on a log scale
 constexpr int kLinearTicks = 5;            // about this many ticks on a linear axis
+constexpr int kMaxTicks = 12;              // never more (a range the values' precision cannot split)
 constexpr double kBarWidth = 800, kBarLabelWidth = 210, kBarNoteWidth = 190, kBarRow = 26, kBarThickness = 16, kBarAxis = 40;
 constexpr size_t kBarLabelChars = 26;      // longer bar labels are cut (the hover title has them whole)
 
 const char* const kPalette[] = {"#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#999999"};
 
 std::string Num(double v) {
+  if (!std::isfinite(v)) v = 0;  // a coordinate is always a number (a record's nan must not break the SVG)
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f", v);
   return buf;
@@ -114,8 +116,13 @@ std::vector<double> Axis::Ticks() const {
         if (const double v = m * std::pow(10, d); v >= lo * (1 - 1e-9) && v <= hi * (1 + 1e-9)) out.push_back(v);
     return out;
   }
+  // Counted, not accumulated: a step below the values' precision (1e17 +- 16) must not loop forever.
   const double step = NiceStep((hi - lo) / kLinearTicks);
-  for (double v = lo; v <= hi + step * 1e-6; v += step) out.push_back(std::fabs(v) < step * 1e-9 ? 0 : v);
+  const int n = std::clamp(static_cast<int>(std::round((hi - lo) / step)), 0, kMaxTicks);
+  for (int k = 0; k <= n; ++k) {
+    const double v = lo + k * step;
+    out.push_back(std::fabs(v) < step * 1e-9 ? 0 : v);
+  }
   return out;
 }
 
@@ -132,7 +139,7 @@ Axis MakeAxis(const std::vector<double>& values, double px0, double px1, bool fr
   Axis a;
   a.px0 = px0;
   a.px1 = px1;
-  if (!any) return a;
+  if (!any || !std::isfinite(hi - lo)) return a;  // nothing to place, or a span past double range
   if (!from_zero && lo > 0 && hi / lo > kLogSpan) {
     a.log = true;
     a.lo = std::pow(10, std::floor(std::log10(lo)));
@@ -289,9 +296,7 @@ std::string Bars(const BarChart& c) {
     svg += Text(x.Map(at) + 6, top + kBarThickness - 4, b.note, "start");
   }
   svg += Line(x.px0, kPlotTop, x.px0, y_axis, "axis");
-  for (const Marker& m : c.markers) {
-    svg += Line(x.Map(m.value), kPlotTop - 6, x.Map(m.value), y_axis, "limit");
-  }
+  for (const Marker& m : c.markers) svg += Line(x.Map(m.value), kPlotTop - 6, x.Map(m.value), y_axis, "limit");
   svg += "</svg>";
   std::string legend;
   for (const std::string& label : order) {

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <regex>
 #include <string>
 #include <vector>
@@ -203,7 +205,9 @@ TEST(HtmlReport, EveryWordHasBothLanguagesAndABadLanguageIsAnError) {
 // Axis scaling never writes nan or inf, whatever the values: one point, equal values, zeros, a huge span.
 TEST(HtmlWriter, AxesStayFiniteOnDegenerateInputs) {
   const std::vector<std::vector<html::Point>> cases = {
-      {{5, 5, "one"}}, {{0, 0, "zero"}, {0, 0, "zero"}}, {{1, 1e-3, "a"}, {1e6, 1e4, "b"}}, {{-3, 2, "neg"}, {4, -1, "neg"}}, {}};
+      {{5, 5, "one"}}, {{0, 0, "zero"}, {0, 0, "zero"}}, {{1, 1e-3, "a"}, {1e6, 1e4, "b"}}, {{-3, 2, "neg"}, {4, -1, "neg"}}, {},
+      {{1e17, 1, "past double precision"}, {1e17 + 16, 2, "past double precision"}},
+      {{std::nan(""), 1, "p"}, {2, std::numeric_limits<double>::infinity(), "q"}}};
   for (const auto& pts : cases) {
     html::ScatterPlot plot;
     plot.title = "t";

@@ -235,7 +235,7 @@ std::string Scatter(const ScatterPlot& p) {
   if (p.y_limit) {
     svg += Line(x.px0, y.Map(*p.y_limit), x.px1, y.Map(*p.y_limit), "limit");
     svg += Text(x.px1 - 4, y.Map(*p.y_limit) - 5, p.y_limit_label, "end", " class=\"limit-label\"");
-    legend += LegendItem("<line class=\"limit\" x1=\"0\" y1=\"6\" x2=\"12\" y2=\"6\"/>", p.y_limit_label);
+    legend += LegendItem("<line class=\"limit\" style=\"stroke-dasharray:3 2\" x1=\"0\" y1=\"6\" x2=\"12\" y2=\"6\"/>", p.y_limit_label);
   }
   if (p.series.size() > 1) {
     std::string pts;
@@ -306,7 +306,7 @@ std::string Bars(const BarChart& c) {
         if (s.label == label && !s.text.empty()) text += ": " + s.text;
     legend += LegendItem("<rect x=\"1\" y=\"1\" width=\"10\" height=\"10\" fill=\"" + std::string(Colour(colour[label])) + "\"/>", text);
   }
-  for (const Marker& m : c.markers) legend += LegendItem("<line class=\"limit\" x1=\"6\" y1=\"0\" x2=\"6\" y2=\"12\"/>", m.label);
+  for (const Marker& m : c.markers) legend += LegendItem("<line class=\"limit\" style=\"stroke-dasharray:3 2\" x1=\"6\" y1=\"0\" x2=\"6\" y2=\"12\"/>", m.label);
   return Figure(c.title, svg, legend);
 }
 

@@ -87,11 +87,15 @@ int CmdServing(const std::vector<std::string>& argv) {
   }
   if (Status st = RefusePlanFlags(*args, "serving"); !st.ok()) return Fail(st, json);
   if (*format == Format::kCsv)
-    return Fail(Status::BadInput({"command line", 0, "--format"}, "serving prints text, md or json"), json);
+    return Fail(Status::BadInput({"command line", 0, "--format"}, "serving prints text, md, json or html"), json);
   auto r = BuildServingReport(*args);
   if (!r.ok()) return Fail(r.status(), json);
   const Status no_fit = Status::Infeasible("does not fit: " + r->estimate.fit_problem);
-  if (*format == Format::kHtml) return PrintHtml(ServingToHtml(*r, *html), r->estimate.fits ? 0 : 2);
+  if (*format == Format::kHtml) {
+    const int rc = PrintHtml(ServingToHtml(*r, *html), r->estimate.fits ? 0 : 2);
+    if (rc == 2) std::fputs(FitWidth("gpuplan: " + no_fit.ToString() + "\n").c_str(), stderr);  // as the text form says it
+    return rc;
+  }
   if (*format == Format::kJson) {
     nlohmann::json out = ServingToJson(*r);
     if (!r->estimate.fits) out["error"] = ErrorToJson(no_fit)["error"];

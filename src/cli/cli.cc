@@ -139,14 +139,40 @@ Result<Context> LoadContext(const Args& args, bool finalize_job) {
   return Context{std::move(job).value(), std::move(catalog).value(), std::move(cal).value()};
 }
 
-Result<Format> GetFormat(const Args& args) {
+Result<Format> GetFormat(const Args& args, bool allow_html) {
   if (args.Has("json")) return Format::kJson;
   std::string f = args.Get("format", "text");
   if (f == "text") return Format::kText;
   if (f == "md" || f == "markdown") return Format::kMarkdown;
   if (f == "json") return Format::kJson;
   if (f == "csv") return Format::kCsv;
-  return Status::BadInput({"command line", 0, "--format"}, "expected text|md|json|csv, got '" + f + "'");
+  if (f == "html" && allow_html) return Format::kHtml;
+  return Status::BadInput({"command line", 0, "--format"},
+                          std::string("expected text|md|json|csv") + (allow_html ? "|html" : "") + ", got '" + f + "'");
+}
+
+FlagSpec LangFlag() { return {"lang", true, "en|zh: the language of --format html (default en)"}; }
+
+std::string FormatHelpWithHtml(const std::string& formats) {
+  return formats + "|html (default text); html: one self-contained report page (inline SVG plots, no script, no network) "
+                   "on stdout, e.g. --format html > report.html";
+}
+
+Result<HtmlReportOptions> GetHtmlOptions(const Args& args, Format format) {
+  HtmlReportOptions o;
+  if (!args.Has("lang")) return o;
+  const Location where{"command line", 0, "--lang"};
+  if (format != Format::kHtml) return Status::BadInput(where, "is the language of --format html (give --format html, or leave --lang out)");
+  auto lang = ParseReportLang(args.Get("lang"), where);
+  if (!lang.ok()) return lang.status();
+  o.lang = *lang;
+  return o;
+}
+
+int PrintHtml(const Result<std::string>& page, int exit_code) {
+  if (!page.ok()) return Fail(page.status(), false);
+  std::fwrite(page->data(), 1, page->size(), stdout);
+  return exit_code;
 }
 
 const std::vector<FlagSpec>& JobCommandFlags() {

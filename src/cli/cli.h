@@ -11,6 +11,7 @@
 #include "gpuplan/calibration.h"
 #include "gpuplan/catalog.h"
 #include "gpuplan/csv.h"
+#include "gpuplan/html_report.h"
 #include "gpuplan/job.h"
 #include "gpuplan/plan.h"
 #include "gpuplan/report.h"
@@ -53,9 +54,18 @@ Result<Context> LoadContext(const Args& args, bool finalize_job = true);
 // --pool POOL.yaml read against the catalog; a file that cannot be read is an error at the flag.
 Result<Pool> LoadPoolFlag(const Args& args, const Catalog& catalog);
 
-// Output format from --json / --format.
-enum class Format { kText, kMarkdown, kJson, kCsv };
-Result<Format> GetFormat(const Args& args);
+// Output format from --json / --format. `html` only where the command writes an HTML report (allow_html).
+enum class Format { kText, kMarkdown, kJson, kCsv, kHtml };
+Result<Format> GetFormat(const Args& args, bool allow_html = false);
+
+// --lang en|zh: the language of --format html (docs/report-html.md). The flag, its help, and the options it
+// gives; --lang without --format html, or a language other than en|zh, is bad input at --lang.
+FlagSpec LangFlag();
+// The --format flag's help for a command that also writes html.
+std::string FormatHelpWithHtml(const std::string& formats);
+Result<HtmlReportOptions> GetHtmlOptions(const Args& args, Format format);
+// Prints an HTML report to stdout and returns `exit_code`, or fails with the report's status.
+int PrintHtml(const Result<std::string>& page, int exit_code);
 
 // `constraint_keys` false leaves out the constraints.* (plan-only) job keys; the serving.* keys are
 // `gpuplan serving`'s and never listed here.

@@ -16,6 +16,9 @@ namespace {
 const std::vector<FlagSpec>& FleetFlags() {
   static const std::vector<FlagSpec> flags = {
       {"json", false, "JSON output"},
+      {"format", true, "text|json|html (default text); html: one self-contained report page (inline SVG plots, no script, "
+                       "no network) on stdout, e.g. --format html > fleet.html"},
+      LangFlag(),
       {"simulate", true, "replay a trace (CSV: arrival_s,job[,name][,tokens][,deadline_hours]) and compare average "
                          "completion time and utilisation with the baseline"},
       {"export", true, "slurm | kueue: write the assignment for the scheduler (needs --out)"},
@@ -154,11 +157,18 @@ int CmdFleet(const std::vector<std::string>& argv) {
   auto args = ParseArgs(argv, FleetFlags(), false);
   if (!args.ok()) return Fail(args.status(), json);
   if (args->Has("help")) {
-    std::printf("usage: gpuplan fleet FLEET.yaml [--json] [--simulate TRACE.csv] [--export slurm|kueue --out DIR]\n\n"
-                "Assigns a pool's cards to many jobs (docs/fleet.md). Exit 2 when a deadline or an SLA cannot be met.\n\n%s",
+    std::printf("usage: gpuplan fleet FLEET.yaml [--json|--format html] [--simulate TRACE.csv] [--export slurm|kueue --out DIR]\n\n"
+                "Assigns a pool's cards to many jobs (docs/fleet.md). Exit 2 when a deadline or an SLA cannot be met.\n"
+                "--format html > fleet.html: the same answer as one page with its plots (docs/report-html.md).\n\n%s",
                 FlagHelp(FleetFlags(), false).c_str());
     return 0;
   }
+  auto format = GetFormat(*args, /*allow_html=*/true);
+  if (!format.ok()) return Fail(format.status(), json);
+  if (*format != Format::kText && *format != Format::kJson && *format != Format::kHtml)
+    return Fail(Status::BadInput(Flag("format"), "fleet prints text, json or html"), json);
+  auto html = GetHtmlOptions(*args, *format);
+  if (!html.ok()) return Fail(html.status(), json);
   if (args->positional.size() != 1)
     return Fail(Status::BadInput({"command line", 0, ""}, "give one fleet file (gpuplan fleet FLEET.yaml)"), json);
   if (args->Has("out") && !args->Has("export")) return Fail(Status::BadInput(Flag("out"), "is the folder of --export"), json);
@@ -186,6 +196,11 @@ int CmdFleet(const std::vector<std::string>& argv) {
   std::string wrote;
   if (args->Has("export"))
     if (int rc = Export(*args, *fleet, *r, json, &wrote); rc != 0) return rc;
+  if (*format == Format::kHtml) {
+    const int rc = PrintHtml(FleetToHtml(*fleet, *r, !arrivals.empty(), *html), r->missed.empty() ? 0 : 2);
+    if (!wrote.empty()) std::fputs(wrote.c_str(), stderr);  // the page alone on stdout
+    return rc;
+  }
   if (json) EmitJson(ResultJson(*fleet, *r, !arrivals.empty()));
   else PrintFitted(ResultText(*fleet, *r, !arrivals.empty()) + wrote);
   if (!r->missed.empty() && !json)

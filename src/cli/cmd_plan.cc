@@ -19,6 +19,9 @@ namespace {
 const std::vector<FlagSpec>& PlanFlags() {
   static const std::vector<FlagSpec> flags = [] {
     std::vector<FlagSpec> f = JobCommandFlags();
+    for (auto& flag : f)
+      if (flag.name == "format") flag.help = FormatHelpWithHtml("text|md|json");
+    f.push_back(LangFlag());
     f.push_back({"threads", true, "search threads (default 2)"});
     f.push_back({"wide", false, "text: every column of the plans table (nodes, GPUs, recompute, MFU, goodput)"});
     f.push_back({"explain", false, "text: list every rejection of the search by its code (the JSON always does)"});
@@ -47,6 +50,8 @@ int CmdPlanPool(const Args& args, const Context& ctx, Format format, bool json) 
   if (ctx.job.IsSet("constraints.top")) opt.top = ctx.job.constraints.top;
   auto result = PlanOnPool(ctx.job, *pool, ctx.catalog, ctx.cal, opt);
   if (!result.ok()) return Fail(result.status(), json);
+  if (format == Format::kHtml)
+    return PrintHtml(PoolPlanToHtml(*pool, *result, ctx.job, *GetHtmlOptions(args, format)), result->plans.empty() ? 2 : 0);
   if (format == Format::kJson) {
     nlohmann::json out = PoolPlanToJson(*pool, *result);
     out["inputs"] = JobToJson(ctx.job);
@@ -87,13 +92,16 @@ int CmdPlan(const std::vector<std::string>& argv) {
   if (args->Has("help")) {
     std::printf("usage: gpuplan plan JOB.yaml [--pool POOL.yaml] [--flags]\n\nThe job's parallel/cluster keys become pins; constraints.* "
                 "bound the search.\nWith --pool: the groups used, their order, tp, dp, pp, the layer split and the micro-batch over "
-                "the pool's cards.\n\n%s",
+                "the pool's cards.\n--format html [--lang en|zh] > plan.html: the same answer as one page with its plots "
+                "(docs/report-html.md).\n\n%s",
                 FlagHelp(PlanFlags(), true).c_str());
     return 0;
   }
   if (Status st = RefuseServingFlags(*args, "plan"); !st.ok()) return Fail(st, json);
-  auto format = GetFormat(*args);
+  auto format = GetFormat(*args, /*allow_html=*/true);
   if (!format.ok()) return Fail(format.status(), json);
+  auto html = GetHtmlOptions(*args, *format);
+  if (!html.ok()) return Fail(html.status(), json);
   // Not finalized: cluster/parallel keys the user set are pins, the rest stay open.
   auto ctx = LoadContext(*args, /*finalize_job=*/false);
   if (!ctx.ok()) return Fail(ctx.status(), json);
@@ -136,6 +144,7 @@ int CmdPlan(const std::vector<std::string>& argv) {
   if (bar.joinable()) bar.join();
   if (!result.ok()) return Fail(result.status(), json);
   const PlanPrintContext print{catalog, cal, args->Has("explain"), args->Has("wide")};  // each plan's efficiency note and error band
+  if (*format == Format::kHtml) return PrintHtml(PlanToHtml(*result, *job, print, *html), result->plans.empty() ? 2 : 0);
   if (*format == Format::kJson) {
     nlohmann::json out = PlanToJson(*result, *job, print);
     if (args->Has("ledger")) out["ledger"] = LedgerJson(*args, measured);

@@ -15,6 +15,9 @@ namespace {
 const std::vector<FlagSpec>& ServingFlags() {
   static const std::vector<FlagSpec> flags = [] {
     std::vector<FlagSpec> f = JobCommandFlags();
+    for (auto& flag : f)
+      if (flag.name == "format") flag.help = FormatHelpWithHtml("text|md|json");
+    f.push_back(LangFlag());
     f.push_back({"serving-engines", true, "extra serving-engine CSV (the header of data/serving_engines.csv); repeatable"});
     f.push_back({"plan", false, "search the catalog for the cheapest setups per million output tokens under serving.ttft_p90_ms / tpot_p90_ms"});
     return f;
@@ -68,23 +71,31 @@ int CmdServing(const std::vector<std::string>& argv) {
                 "Serving one setup: weights and KV cache per GPU, KV-cache capacity as the engine sizes it at start-up,\n"
                 "concurrency, TTFT/TPOT, throughput and cost per million tokens (docs/model/serving.md). The model, GPU\n"
                 "and layout are the job's model:, cluster: and parallel: keys (replicas = parallel.dp); the engine and\n"
-                "workload its serving: keys. Exit 2 (with every number and what would fit) when the model does not fit.\n\n%s",
+                "workload its serving: keys. Exit 2 (with every number and what would fit) when the model does not fit.\n"
+                "--format html [--lang en|zh] > serving.html (also with --plan): one page with its plots (docs/report-html.md).\n\n%s",
                 FlagHelpFor(ServingFlags(), {"model.", "parallel.tp", "parallel.pp", "parallel.dp", "cluster.gpu", "cluster.num_gpus", "cluster.gpus_per_node", "cluster.intra_node", "serving."}).c_str());
     return 0;
   }
+  auto format = GetFormat(*args, /*allow_html=*/true);
+  if (!format.ok()) return Fail(format.status(), json);
+  auto html = GetHtmlOptions(*args, *format);
+  if (!html.ok()) return Fail(html.status(), json);
   if (args->Has("plan")) {  // cmd_serving_plan.cc: the job's cluster/parallel/serving keys are pins
     auto ctx = LoadContext(*args, /*finalize_job=*/false);
     if (!ctx.ok()) return Fail(ctx.status(), json);
-    return RunServingPlan(*ctx, json);
+    return RunServingPlan(*ctx, json, *format == Format::kHtml ? &*html : nullptr);
   }
   if (Status st = RefusePlanFlags(*args, "serving"); !st.ok()) return Fail(st, json);
-  auto format = GetFormat(*args);
-  if (!format.ok()) return Fail(format.status(), json);
   if (*format == Format::kCsv)
-    return Fail(Status::BadInput({"command line", 0, "--format"}, "serving prints text, md or json"), json);
+    return Fail(Status::BadInput({"command line", 0, "--format"}, "serving prints text, md, json or html"), json);
   auto r = BuildServingReport(*args);
   if (!r.ok()) return Fail(r.status(), json);
   const Status no_fit = Status::Infeasible("does not fit: " + r->estimate.fit_problem);
+  if (*format == Format::kHtml) {
+    const int rc = PrintHtml(ServingToHtml(*r, *html), r->estimate.fits ? 0 : 2);
+    if (rc == 2) std::fputs(FitWidth("gpuplan: " + no_fit.ToString() + "\n").c_str(), stderr);  // as the text form says it
+    return rc;
+  }
   if (*format == Format::kJson) {
     nlohmann::json out = ServingToJson(*r);
     if (!r->estimate.fits) out["error"] = ErrorToJson(no_fit)["error"];

@@ -69,11 +69,12 @@ Result<ServingChoice> ChooseServing(const Args& args, const Context& ctx, const 
 }
 }  // namespace
 
-int RunServingPlan(const Context& ctx, bool json) {
+int RunServingPlan(const Context& ctx, bool json, const HtmlReportOptions* html) {
   auto engines = LoadServingEngines();
   if (!engines.ok()) return Fail(engines.status(), json);
   auto r = PlanWithLines(ctx, *engines);
   if (!r.ok()) return Fail(r.status(), json);
+  if (html) return PrintHtml(ServingPlanToHtml(*r, ctx.job, *html), r->plans.empty() ? 2 : 0);
   if (json) EmitJson(ServingPlanToJson(*r, ctx.job));
   else PrintFitted(ServingPlanToText(*r, ctx.job));
   return r->plans.empty() ? 2 : 0;

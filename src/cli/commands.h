@@ -3,6 +3,10 @@
 #include <string>
 #include <vector>
 
+namespace gpuplan {
+struct HtmlReportOptions;  // gpuplan/html_report.h
+}  // namespace gpuplan
+
 namespace gpuplan::cli {
 
 // Each returns the process exit code (0 ok, 1 bad input, 2 infeasible / threshold not met, 3 internal).
@@ -26,8 +30,9 @@ int CmdWeb(const std::vector<std::string>& argv);  // cmd_web.cc, in the binary 
 
 struct Args;
 struct Context;
-// `serving --plan` (cmd_serving_plan.cc): the ranked setups, text or JSON; exit 2 when none meets the SLA.
-int RunServingPlan(const Context& ctx, bool json);
+// `serving --plan` (cmd_serving_plan.cc): the ranked setups, text or JSON (or the HTML report when `html` is
+// given); exit 2 when none meets the SLA.
+int RunServingPlan(const Context& ctx, bool json, const HtmlReportOptions* html = nullptr);
 // export of a serving job (--serving, --to vllm|sglang|tensorrt-llm, or kubernetes for a job with serving.* keys).
 bool IsServingExport(const Args& args);
 int ExportServing(const Args& args, bool json);

@@ -18,6 +18,7 @@
 #include "gpuplan/data.h"
 #include "gpuplan/quote.h"
 #include "gpuplan/report.h"
+#include "gpuplan/strings.h"
 
 namespace gpuplan {
 
@@ -240,51 +241,6 @@ bool PlainChar(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || std::strchr("_./:=+,@%-", c) != nullptr;
 }
 
-// The code points of `s`; an invalid UTF-8 byte is returned as -1 - byte.
-std::vector<int64_t> CodePoints(const std::string& s) {
-  std::vector<int64_t> out;
-  for (size_t i = 0; i < s.size();) {
-    const auto b = static_cast<unsigned char>(s[i]);
-    int len = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xE ? 3 : (b >> 3) == 0x1E ? 4 : 0;
-    int64_t cp = len == 1 ? b : len == 2 ? (b & 0x1F) : len == 3 ? (b & 0x0F) : (b & 0x07);
-    bool ok = len > 0 && i + len <= s.size();
-    for (int k = 1; ok && k < len; ++k) {
-      const auto c = static_cast<unsigned char>(s[i + k]);
-      ok = (c >> 6) == 0x2;
-      cp = (cp << 6) | (c & 0x3F);
-    }
-    // Overlong forms, surrogates and values past U+10FFFF are not UTF-8 either.
-    static constexpr int64_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (ok && (cp < kMin[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))) ok = false;
-    if (!ok) {
-      out.push_back(-1 - static_cast<int64_t>(b));
-      ++i;
-      continue;
-    }
-    out.push_back(cp);
-    i += len;
-  }
-  return out;
-}
-
-void AppendUtf8(std::string& out, int64_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
-
 std::string Hex(const char* fmt, int64_t v) {
   char buf[16];
   std::snprintf(buf, sizeof buf, fmt, static_cast<unsigned>(v));
@@ -295,7 +251,7 @@ std::string Hex(const char* fmt, int64_t v) {
 // other control characters); non-ASCII as UTF-8 (json/toml) or \u escapes (yaml: ASCII out).
 std::string QuotedString(const std::string& s, bool ascii_out) {
   std::string out = "\"";
-  for (int64_t cp : CodePoints(s)) {
+  for (int64_t cp : Utf8CodePoints(s)) {
     if (cp < 0) cp = 0xFFFD;  // an invalid byte: the replacement character
     if (cp == '"') out += "\\\"";
     else if (cp == '\\') out += "\\\\";
@@ -314,7 +270,7 @@ std::string QuotedString(const std::string& s, bool ascii_out) {
 
 std::string ShellWord(const std::string& s) {
   if (!s.empty() && std::all_of(s.begin(), s.end(), PlainChar)) return s;
-  const std::vector<int64_t> cps = CodePoints(s);
+  const std::vector<int64_t> cps = Utf8CodePoints(s);
   const bool control = std::any_of(cps.begin(), cps.end(), [](int64_t cp) { return cp < 0x20 || cp == 0x7F; });
   std::string out;
   if (!control) {
@@ -345,7 +301,7 @@ std::string ShellDoubleQuoted(const std::string& s) {
 
 std::string CommentLine(const std::string& s) {
   std::string out;
-  for (int64_t cp : CodePoints(s)) {
+  for (int64_t cp : Utf8CodePoints(s)) {
     if (cp < 0) out += Hex("\\x%02X", -1 - cp);
     else if (cp == '\n') out += "\\n";
     else if (cp == '\r') out += "\\r";

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <map>
 
+#include "gpuplan/strings.h"
+
 namespace gpuplan::html {
 
 namespace {
@@ -37,45 +39,10 @@ std::string Tick(double v) {
   return buf;
 }
 
-// Appends one code point as UTF-8.
-void Utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
-
 // The code points of `s`; a byte that does not start a valid UTF-8 sequence becomes U+FFFD.
 std::vector<uint32_t> Decode(std::string_view s) {
   std::vector<uint32_t> out;
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto b = static_cast<unsigned char>(s[i]);
-    int len = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xE ? 3 : (b >> 3) == 0x1E ? 4 : 0;
-    uint32_t cp = len == 1 ? b : len == 2 ? (b & 0x1F) : len == 3 ? (b & 0x0F) : (b & 0x07);
-    bool ok = len > 0 && i + static_cast<size_t>(len) <= s.size();
-    for (int k = 1; ok && k < len; ++k) {
-      const auto c = static_cast<unsigned char>(s[i + static_cast<size_t>(k)]);
-      ok = (c >> 6) == 0x2;
-      cp = (cp << 6) | (c & 0x3F);
-    }
-    // Overlong forms, surrogates and values past U+10FFFF are not UTF-8 either.
-    static const uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (ok && (cp < kMin[len] || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF)) ok = false;
-    out.push_back(ok ? cp : 0xFFFD);
-    i += ok ? static_cast<size_t>(len) : 1;
-  }
+  for (int64_t cp : Utf8CodePoints(s)) out.push_back(cp < 0 ? 0xFFFD : static_cast<uint32_t>(cp));
   return out;
 }
 
@@ -84,8 +51,8 @@ std::string Cut(const std::string& s, size_t max_chars) {
   const std::vector<uint32_t> cps = Decode(s);
   if (cps.size() <= max_chars) return s;
   std::string out;
-  for (size_t i = 0; i + 1 < max_chars; ++i) Utf8(out, cps[i]);
-  Utf8(out, 0x2026);
+  for (size_t i = 0; i + 1 < max_chars; ++i) AppendUtf8(out, cps[i]);
+  AppendUtf8(out, 0x2026);
   return out;
 }
 
@@ -215,7 +182,7 @@ std::string Escape(std::string_view text) {
       default:
         // Control characters (but tab and newline) are not allowed in the page.
         if ((cp < 0x20 && cp != '\t' && cp != '\n') || cp == 0x7F || cp == 0xFFFE || cp == 0xFFFF) break;
-        Utf8(out, cp);
+        AppendUtf8(out, cp);
     }
   }
   return out;

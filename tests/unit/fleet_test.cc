@@ -14,6 +14,7 @@
 #include "gpuplan/fleet.h"
 #include "gpuplan/csv.h"
 #include "gpuplan/fleet_export.h"
+#include "../fleet_jobs.h"
 #include "../test_util.h"
 
 namespace gpuplan {
@@ -21,27 +22,9 @@ namespace {
 
 using testing_util::BuiltinCatalog;
 using testing_util::BuiltinServingEngines;
+using testing_util::ThreeJobs;
 
 const std::string kSrc = GPUPLAN_SOURCE_DIR;
-
-// Small models keep the test fast: GPT-2 pretraining, a GPT-Neo 1.3B fine-tune with a deadline, a GPT-2 chat service.
-std::string ThreeJobs(const std::string& deadline_hours) {
-  return "pool: " + kSrc + "/examples/pool-lab-mixed.yaml\n"
-         "jobs:\n"
-         "  - name: chat\n"
-         "    kind: serving\n"
-         "    model: {preset: llama-3-8b}\n"
-         "    serving: {engine: vllm, input_len: 500, output_len: 100, request_rate: 2, ttft_p90_ms: 2000, tpot_p90_ms: 100}\n"
-         "  - name: finetune\n"
-         "    kind: training\n"
-         "    deadline_hours: " + deadline_hours + "\n"
-         "    model: {preset: gpt-neo-1.3b}\n"
-         "    training: {method: full, seq_len: 1024, global_batch: 32, tokens: 2e8}\n"
-         "  - name: pretrain\n"
-         "    kind: training\n"
-         "    model: {preset: gpt2}\n"
-         "    training: {method: pretrain, seq_len: 1024, global_batch: 64, tokens: 5e9}\n";
-}
 
 Fleet MustParse(const std::string& text) {
   auto f = ParseFleetText(text, "fleet.yaml", BuiltinCatalog());
@@ -424,32 +407,6 @@ TEST(FleetTest, PerTypeSpeedsRankAsGavelMeasured) {
   }
   EXPECT_EQ(rows, 5);
   EXPECT_GE(agree, 4) << "of " << rows << " measured single-GPU Transformer rows";
-}
-
-// ---- the command line --------------------------------------------------------------------------------------------
-
-TEST(FleetTest, CommandLineJsonAndExitCodes) {
-  auto ok = testing_util::Exec("fleet " + kSrc + "/examples/fleet-lab.yaml --json");
-  EXPECT_EQ(ok.exit_code, 0) << ok.out;
-  auto j = nlohmann::json::parse(ok.out, nullptr, false);
-  ASSERT_FALSE(j.is_discarded()) << ok.out;
-  for (const char* k : {"assignments", "utilization", "baseline", "missed"}) EXPECT_TRUE(j.contains(k)) << k;
-  ASSERT_EQ(j["assignments"].size(), 3u);
-  for (const auto& a : j["assignments"]) {
-    for (const char* k : {"job", "gpus", "layout", "time_s", "cost_usd", "deadline_met"}) EXPECT_TRUE(a.contains(k)) << k;
-    for (const auto& g : a["gpus"]) EXPECT_TRUE(g.contains("pool") && g.contains("count"));
-  }
-  EXPECT_TRUE(j["baseline"].contains("utilization"));
-  EXPECT_TRUE(j["baseline"].contains("assignments"));
-  // An impossible deadline: exit 2, the report still printed, with which job and why.
-  const std::string path = testing_util::UniqueTempPath("fleet_deadline", ".yaml");
-  std::ofstream(path) << ThreeJobs("0.01");
-  auto missed = testing_util::Exec("fleet " + path);
-  EXPECT_EQ(missed.exit_code, 2) << missed.out;
-  EXPECT_NE(missed.out.find("CANNOT MEET finetune"), std::string::npos) << missed.out;
-  EXPECT_NE(missed.out.find("Baseline"), std::string::npos) << missed.out;
-  auto bad = testing_util::Exec("fleet " + path + " --export yarn --out /tmp/x");
-  EXPECT_EQ(bad.exit_code, 1) << bad.out;
 }
 
 }  // namespace

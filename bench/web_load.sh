@@ -4,7 +4,7 @@
 # the non-2xx responses and socket errors (the script fails unless both are zero) and the server's resident
 # memory (VmRSS) before and after. Needs wrk (Debian package wrk).
 #   bash bench/web_load.sh                       30 s, build/gpuplan
-#   bash bench/web_load.sh --duration 5          a short run (CI)
+#   bash bench/web_load.sh --duration 5          a short run
 #   bash bench/web_load.sh --binary PATH
 set -euo pipefail
 cd "$(dirname "$0")/.."

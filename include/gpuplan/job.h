@@ -58,6 +58,10 @@ struct TrainingSpec {
   bool flash_attention = true;            // Default: true (no s^2 score matrix is stored).
   bool fp32_grads = false;                // Default: false (grads in the compute dtype, ZeRO paper);
                                           // true models Megatron's fp32 main_grad / FSDP fp32 reduce.
+  bool fp32_allreduce = false;            // Default: false (gradients reduced in their own dtype); true: 16-bit
+                                          // gradients cast to fp32 for the data-parallel reduction (DeepSpeed
+                                          // fp32_allreduce / communication_data_type fp32): 4 B per gradient
+                                          // on the wire and an fp32 copy of the reduce bucket (docs/model).
   LoraSpec lora;                          // Used for lora/qlora.
   double data_bytes_per_token = 4;        // Default: 4 (pre-tokenized int32 ids read by the loader).
   double checkpoint_interval_min = 60;    // Default: 60 minutes between checkpoints.

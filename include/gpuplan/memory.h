@@ -88,6 +88,8 @@ std::vector<MemorySuggestion> SuggestMemorySavings(const Job& job, double capaci
 // Bytes per element of stored weights, gradients and activations for a precision.
 double WeightBytesPerParam(const Job& job);
 double GradBytesPerParam(const Job& job);
+// Bytes per gradient element in the data-parallel reduction (4 with training.fp32_allreduce).
+double ReduceBytesPerParam(const Job& job);
 double OptimizerBytesPerParam(const Job& job);
 double ActivationBytesPerElement(Precision p);
 

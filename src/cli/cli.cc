@@ -17,7 +17,7 @@ namespace gpuplan::cli {
 namespace {
 bool IsBoolKey(const std::string& key) {
   static const char* kBools[] = {"model.norm_bias", "model.linear_bias", "model.qkv_bias", "model.tied_embeddings",
-                                 "model.dropout", "training.flash_attention", "training.fp32_grads", "training.checkpoint_async", "training.checkpoint_full_state",
+                                 "model.dropout", "training.flash_attention", "training.fp32_grads", "training.fp32_allreduce", "training.checkpoint_async", "training.checkpoint_full_state",
                                  "parallel.sequence_parallel", "cluster.gpudirect_rdma", "constraints.allow_tp_across_nodes",
                                  "serving.max_throughput"};
   for (const char* k : kBools)

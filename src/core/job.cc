@@ -391,6 +391,7 @@ const std::vector<KeyEntry>& Entries() {
     });
     add("training.flash_attention", "flash-attention", "fused attention, no s^2 scores kept (default true)", Bool([](Job& j) -> bool& { return j.training.flash_attention; }));
     add("training.fp32_grads", "fp32-grads", "gradients kept in fp32 (Megatron main_grad) (default false)", Bool([](Job& j) -> bool& { return j.training.fp32_grads; }));
+    add("training.fp32_allreduce", "fp32-allreduce", "16-bit gradients reduced across data-parallel ranks in fp32 (DeepSpeed fp32_allreduce) (default false)", Bool([](Job& j) -> bool& { return j.training.fp32_allreduce; }));
     add("training.lora.rank", "lora-rank", "LoRA rank (default 16)", Int([](Job& j) -> int64_t& { return j.training.lora.rank; }, 1, 1 << 16));
     add("training.lora.alpha", "lora-alpha", "LoRA alpha (default 32)", [](Job& j, const std::string& s, const Location& w) -> Status {
       auto v = ParseNumber(s, w);

@@ -124,6 +124,7 @@ void TrainingKeys(const Job& job, std::map<std::string, std::string>& out) {
   put("training.optimizer", t.optimizer != d.optimizer, ToString(t.optimizer));
   put("training.flash_attention", t.flash_attention != d.flash_attention, Bool(t.flash_attention));
   put("training.fp32_grads", t.fp32_grads != d.fp32_grads, Bool(t.fp32_grads));
+  put("training.fp32_allreduce", t.fp32_allreduce != d.fp32_allreduce, Bool(t.fp32_allreduce));
   if (IsAdapterMethod(t.method)) {
     out["training.lora.rank"] = Int(t.lora.rank);
     out["training.lora.alpha"] = Num(t.lora.alpha);

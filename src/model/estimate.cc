@@ -531,6 +531,7 @@ struct ParamShard {
   int64_t dpn = 1;  // data-parallel x context-parallel ranks that share gradients
   bool lora = false;
   double params_local = 0, trainable_local = 0, gbytes = 0, wbytes = 0;
+  double rbytes = 0;  // per gradient in the data-parallel reduction (N§4: fp32_allreduce)
 };
 
 ParamShard Shard(const Job& job) {
@@ -544,6 +545,7 @@ ParamShard Shard(const Job& job) {
   sh.trainable_local =
       sh.lora ? static_cast<double>(CountLoraParams(job.arch, job.training.lora)) / (t * par.pp) : sh.params_local;
   sh.gbytes = GradBytesPerParam(job), sh.wbytes = WeightBytesPerParam(job);
+  sh.rbytes = ReduceBytesPerParam(job);
   return sh;
 }
 
@@ -556,14 +558,14 @@ void DataParallelComm(const Job& job, const HardwareContext& hw, const StepConte
   const Arch& a = job.arch;
   const int64_t dpn = sh.dpn;
   const bool lora = sh.lora;
-  const double params_local = sh.params_local, trainable_local = sh.trainable_local, gbytes = sh.gbytes,
+  const double params_local = sh.params_local, trainable_local = sh.trainable_local, rbytes = sh.rbytes,
                wbytes = sh.wbytes;
   CommDetail& cd = e.comm;
   StepBreakdown& b = e.breakdown;
   if (dpn > 1) {
     const int64_t dp_per_node = std::min<int64_t>(dpn, std::max<int64_t>(1, c.domain / par.tp));
     cd.dp_crosses_nodes = dp_per_node < dpn;
-    const double G = trainable_local * gbytes, W = (lora ? params_local : trainable_local) * wbytes;
+    const double G = trainable_local * rbytes, W = (lora ? params_local : trainable_local) * wbytes;
     cd.dp_busbw_bytes_per_s = BusBandwidth(Collective::kAllReduce, G, dpn, dp_per_node, hw);
     const double ov = par.zero == 0 ? k.dp_overlap_zero0 : k.dp_overlap;
     if (par.zero == 1) {

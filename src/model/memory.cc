@@ -178,6 +178,9 @@ double WeightBytesPerParam(const Job& j) { return j.training.precision == Precis
 double GradBytesPerParam(const Job& j) {
   return (j.training.precision == Precision::kFp32 || j.training.fp32_grads) ? 4 : 2;
 }
+// §4.3 / N§4 DeepSpeed casts a 16-bit gradient bucket to fp32 for the reduction (fp32_allreduce,
+// communication_data_type fp32: engine.py allreduce_bucket).
+double ReduceBytesPerParam(const Job& j) { return j.training.fp32_allreduce ? std::max(4.0, GradBytesPerParam(j)) : GradBytesPerParam(j); }
 double OptimizerBytesPerParam(const Job& j) {
   // master_weights none (torchtune's single-device bf16 recipes, litgpt bf16-true): no fp32
   // master, and torch optimizers create their states like the parameter (zeros_like): 16-bit.
@@ -779,10 +782,32 @@ void AddShardingBuffers(MemoryFold& f) {
     // DeepSpeed ZeRO-1/2 (stage_1_and_2.py, contiguous_gradients): the reduce bucket is allocated
     // at reduce_bucket_size elements whatever the number of trainable parameters or GPUs.
     // Megatron's distributed optimizer reduces from its contiguous grad buffer instead.
-    const double bucket = f.kc.zero_bucket_elements * f.gb;
+    // §4.3 with communication_data_type fp32 the bucket is cast to fp32 for the reduction.
+    const double cast = job.training.fp32_allreduce && f.gb < 4 ? 4 : 0;
+    const double bucket = f.kc.zero_bucket_elements * (f.gb + cast);
     f.m.buffers_bytes += bucket;
-    ADD(f, "buffers", "ZeRO reduce bucket", bucket, Fmt("%.3g elements x %.0f B", f.kc.zero_bucket_elements, f.gb));
+    ADD(f, "buffers", cast > 0 ? "ZeRO reduce bucket + its fp32 cast" : "ZeRO reduce bucket", bucket,
+        cast > 0 ? Fmt("%.3g elements x (%.0f B + %.0f B)", f.kc.zero_bucket_elements, f.gb, cast)
+                 : Fmt("%.3g elements x %.0f B", f.kc.zero_bucket_elements, f.gb));
   }
+}
+
+// §4.3 DeepSpeed without ZeRO (engine.py allreduce_bucket): after the last backward the gradients are
+// flattened into buckets of up to zero_bucket_elements (a 16-bit copy) and, with fp32_allreduce, cast
+// to fp32 for the all-reduce. The activations and the backward transient are freed by then, so only
+// what exceeds them raises the peak.
+void AddReduceTransient(MemoryFold& f) {
+  const Job& job = f.job;
+  const ParallelSpec& par = job.parallel;
+  if (job.training.framework != Framework::kDeepspeed || par.zero != 0 || par.dp * par.cp <= 1 || IsLora(job)) return;
+  const double elements = std::min(f.sp.dense + f.sp.expert, f.kc.zero_bucket_elements);
+  const double cast = job.training.fp32_allreduce && f.gb < 4 ? 4 : 0;
+  const double reduce = elements * (f.gb + cast);
+  const double freed = f.m.activations_bytes + std::max(f.loss_transient, f.recompute_ws);
+  if (reduce <= freed) return;
+  f.m.buffers_bytes += reduce - freed;
+  ADD(f, "buffers", "gradient all-reduce bucket after backward, above the activations it replaces", reduce - freed,
+      Fmt("%.4g elements x (%.0f B flat copy + %.0f B fp32 cast) - %.4g B freed", elements, f.gb, cast, freed));
 }
 
 // §4 adapter buffers: QLoRA dequantizes one matrix at a time; DoRA forms B x A and W + s x B x A
@@ -850,6 +875,7 @@ MemoryBreakdown EstimateMemoryForStage(const Job& job, int stage, const Calibrat
   AddEmbeddingAndLoss(f, stage);
   AddBackwardTransient(f);
   AddShardingBuffers(f);
+  AddReduceTransient(f);
   AddAdapterBuffers(f);
   AddAllocator(f);
   MemoryBreakdown& m = f.m;

@@ -23,7 +23,7 @@ std::string Lowercase(std::string s) {
 }
 
 struct HardwareRow {
-  std::string gpu, intra, network_kind, framework, precision, flash_attention;
+  std::string gpu, intra, network_kind, framework, precision, flash_attention, fp32_allreduce;
   double network_gbps = 0;
   int64_t gpus_per_node = 0, before = 0, after = 0;
 };
@@ -37,9 +37,11 @@ Result<std::map<std::string, HardwareRow>> ReadHardware(const std::string& path)
     HardwareRow h;
     h.gpu = rec.Str("gpu"), h.intra = rec.Str("intra_link"), h.network_kind = rec.Str("network_kind");
     h.framework = rec.Str("framework"), h.precision = rec.Str("default_precision");
-    h.flash_attention = rec.Str("flash_attention");
-    if (h.flash_attention != "true" && h.flash_attention != "false")
-      return Status::BadInput({t->file, r.line, "flash_attention"}, "must be true or false");
+    for (auto [col, dst] : {std::pair<const char*, std::string*>{"flash_attention", &h.flash_attention},
+                            {"fp32_allreduce", &h.fp32_allreduce}}) {
+      *dst = rec.Str(col);
+      if (*dst != "true" && *dst != "false") return Status::BadInput({t->file, r.line, col}, "must be true or false");
+    }
     for (auto [col, dst] : {std::pair<const char*, int64_t*>{"gpus_per_node", &h.gpus_per_node},
                             {"entries_before_blocks", &h.before}, {"entries_after_blocks", &h.after}}) {
       auto v = ParseInteger(rec.Str(col), {t->file, r.line, col}, 0, 1024);
@@ -76,6 +78,39 @@ std::vector<int64_t> Numbers(const std::string& s) {
     }
   }
   return v;
+}
+
+// The card types of a gpu_mix cell, in the order listed ("T4-16GB:16", "V100-16GB:12, T4-16GB:4",
+// "V100-16GB:12+T4-16GB:4"): label and count per part; empty when the cell names none.
+std::vector<std::pair<std::string, int64_t>> MixParts(const std::string& mix) {
+  std::vector<std::pair<std::string, int64_t>> parts;
+  const std::regex part(R"(([A-Za-z][A-Za-z0-9_.\-]*)\s*:\s*([0-9]{1,6}))");
+  for (auto it = std::sregex_iterator(mix.begin(), mix.end(), part); it != std::sregex_iterator(); ++it)
+    parts.push_back({(*it)[1].str(), std::stoll((*it)[2].str())});
+  return parts;
+}
+
+std::string Alnum(const std::string& s) {
+  std::string out;
+  for (char c : s)
+    if (std::isalnum(static_cast<unsigned char>(c))) out += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// The hardware row of a system's card label: exact, else the one row whose label matches ignoring case and
+// punctuation, or (unique) begins with the label ("V100" for "V100-16GB").
+const HardwareRow* FindHardware(const std::map<std::string, HardwareRow>& hw, const std::string& system,
+                                const std::string& label) {
+  if (auto it = hw.find(system + "|" + label); it != hw.end()) return &it->second;
+  const HardwareRow* found = nullptr;
+  int matches = 0;
+  for (const auto& [key, row] : hw) {
+    if (key.rfind(system + "|", 0) != 0) continue;
+    const std::string l = Alnum(key.substr(system.size() + 1)), want = Alnum(label);
+    if (l == want) return &row;
+    if (!want.empty() && l.rfind(want, 0) == 0) found = &row, ++matches;
+  }
+  return matches == 1 ? found : nullptr;
 }
 
 // Blocks per stage from the row's layout string, or a reason it cannot be read.
@@ -164,19 +199,25 @@ Result<PoolValidationReport> ValidatePoolRuns(const std::vector<std::string>& fi
       row.model = rec.Str("model"), row.gpu_mix = rec.Str("gpu_mix"), row.status = rec.Str("status");
       row.failed_run = row.status == "FAILED_RUN";
       const std::string system = row.system.rfind("AMP", 0) == 0 ? "AMP" : row.system.rfind("Sailor", 0) == 0 ? "Sailor" : "";
-      const size_t colon = row.gpu_mix.find(':');
-      const std::string label = row.gpu_mix.substr(0, colon);
-      auto hw = hardware->find(system + "|" + label);
+      // Each card type of the mix is a pool group, in the order the cell lists them (ranks are placed over
+      // the groups in that order: tp, dp fastest, pp slowest).
+      const auto mix = MixParts(row.gpu_mix);
+      std::vector<const HardwareRow*> hws;
+      std::string unmapped;
+      for (const auto& [label, n] : mix) {
+        hws.push_back(FindHardware(*hardware, system, label));
+        if (!hws.back()) unmapped += (unmapped.empty() ? "" : ", ") + label;
+      }
       auto model = models->find(row.model);
       if (rec.Str("measured_unit") != "s/iteration" && !row.failed_run) row.skip = "not an iteration time";
-      else if (hw == hardware->end()) row.skip = "no hardware mapping for " + row.gpu_mix;
+      else if (mix.empty()) row.skip = "no card types in gpu_mix '" + row.gpu_mix + "'";
+      else if (!unmapped.empty()) row.skip = "no hardware mapping for " + unmapped;
       else if (model == models->end()) row.skip = "no model row for " + row.model;
       if (!row.skip.empty()) {
         rep.rows.push_back(row);
         continue;
       }
-      const HardwareRow& h = hw->second;
-      const int64_t gpus = std::stoll(row.gpu_mix.substr(colon + 1));
+      const HardwareRow& h = *hws.front();  // the engine settings: one system runs one engine
       const int64_t layers = std::stoll(rec.Str("layers"));
       const std::string dp = rec.Str("dp").substr(0, rec.Str("dp").find('/'));
       // A run whose plan file does not state its precision ran at the system's default (hardware.csv).
@@ -196,12 +237,17 @@ Result<PoolValidationReport> ValidatePoolRuns(const std::vector<std::string>& fi
           ", vocab: " + model->second[0] + ", mlp: " + model->second[1] + ", norm: " + model->second[2] +
           ", position: " + model->second[3] + ", max_positions: " + rec.Str("seq_len") + "}\ntraining: {seq_len: " + rec.Str("seq_len") + ", micro_batch: " +
           rec.Str("mbs") + ", global_batch: " + rec.Str("global_batch") + ", precision: " + precision +
-          ", framework: " + h.framework + ", flash_attention: " + h.flash_attention + "}\nparallel: {tp: " + rec.Str("tp") + ", pp: " + rec.Str("pp") + ", dp: " + dp +
+          ", framework: " + h.framework + ", flash_attention: " + h.flash_attention +
+          ", fp32_allreduce: " + h.fp32_allreduce + "}\nparallel: {tp: " + rec.Str("tp") + ", pp: " + rec.Str("pp") + ", dp: " + dp +
           ", layer_split: [" + split_s + "]}\n";
-      const std::string pool_text = "groups:\n  - {name: " + Lowercase(label) + ", gpu: " + h.gpu + ", nodes: " +
-                                    Str(std::max<int64_t>(1, gpus / h.gpus_per_node)) + ", gpus_per_node: " +
-                                    Str(h.gpus_per_node) + ", intra_node: " + h.intra + ", network: {kind: " +
-                                    h.network_kind + ", gbps: " + std::to_string(h.network_gbps) + "}}\n";
+      std::string pool_text = "groups:\n";
+      for (size_t i = 0; i < mix.size(); ++i) {
+        const HardwareRow& g = *hws[i];
+        pool_text += "  - {name: " + Lowercase(Alnum(mix[i].first)) + Str(static_cast<int64_t>(i)) + ", gpu: " + g.gpu +
+                     ", nodes: " + Str(std::max<int64_t>(1, mix[i].second / g.gpus_per_node)) + ", gpus_per_node: " +
+                     Str(std::min(g.gpus_per_node, mix[i].second)) + ", intra_node: " + g.intra + ", network: {kind: " +
+                     g.network_kind + ", gbps: " + std::to_string(g.network_gbps) + "}}\n";
+      }
       auto job = ParseJobText(job_text, path + ":" + Str(r.line));
       auto pool = job.ok() ? ParsePoolText(pool_text, path + ":" + Str(r.line), catalog) : Result<Pool>(job.status());
       if (!pool.ok()) {
@@ -254,7 +300,8 @@ std::string PoolValidationToMarkdown(const PoolValidationReport& rep) {
   out += "Published runs with their layouts pinned (tp, pp, dp, micro-batch and the blocks of every stage), predicted with "
          "`EstimateOnPool` (docs/model/pools.md MX§1-§5) on a pool of the run's cards. The hardware each run names is read "
          "through validation/pools/hardware.csv and the models through validation/pools/models.csv (each row with its "
-         "source). Nothing here is fitted: the constants are the homogeneous model's. A run that could not start "
+         "source); a run on several card types (`gpu_mix` as `V100-16GB:12+T4-16GB:4`) is a pool of one group per type in the "
+         "order listed, ranks placed over them in that order. Nothing here is fitted: the constants are the homogeneous model's. A run that could not start "
          "(FAILED_RUN) counts as flagged when the model says a stage does not fit its card's memory.\n\n";
   out += "| system | runs predicted | median abs error | median signed error | Spearman (predicted vs measured) | "
          "failed runs flagged | measured runs flagged | skipped |\n|---|---|---|---|---|---|---|---|\n";

@@ -156,7 +156,8 @@ nlohmann::json JobToJson(const Job& job) {
                                                                  : nlohmann::json(nullptr)},
                              {"precision", ToString(t.precision)},
                              {"optimizer", ToString(t.optimizer)}, {"recompute", ToString(t.recompute)},
-                             {"flash_attention", t.flash_attention}, {"fp32_grads", t.fp32_grads}};
+                             {"flash_attention", t.flash_attention}, {"fp32_grads", t.fp32_grads},
+                             {"fp32_allreduce", t.fp32_allreduce}};
   if (IsAdapterMethod(t.method))
     training["lora"] = {{"rank", t.lora.rank}, {"alpha", t.lora.alpha}, {"targets", t.lora.targets}};
   const ParallelSpec& p = job.parallel;

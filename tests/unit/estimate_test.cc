@@ -339,3 +339,27 @@ TEST(Bottleneck, CutNvlinkIsBlamedNotTheNetwork) {
 }
 }  // namespace
 }  // namespace gpuplan
+
+namespace gpuplan {
+namespace {
+
+// N§4: DeepSpeed's fp32_allreduce (communication_data_type fp32) casts the 16-bit gradients to fp32 for the
+// data-parallel reduction: twice the bytes on the wire, the gradients themselves stay 16-bit.
+TEST(Estimate, Fp32AllreduceDoublesTheDataParallelVolumeOf16BitGradients) {
+  const std::string base = "model: {preset: llama-2-7b}\ntraining: {precision: fp16, framework: deepspeed";
+  const std::string cluster = "}\ncluster: {gpu: a100-sxm-80gb, num_gpus: 16, gpus_per_node: 8, network: tcp-100g}\n";
+  const Job off = testing_util::MakeJob(base + cluster);
+  const Job on = testing_util::MakeJob(base + ", fp32_allreduce: true" + cluster);
+  const StepEstimate a = EstimateStep(off, testing_util::Hw(off)), b = EstimateStep(on, testing_util::Hw(on));
+  EXPECT_DOUBLE_EQ(b.comm.dp_bytes, 2 * a.comm.dp_bytes);
+  EXPECT_GT(b.breakdown.dp_comm_s, a.breakdown.dp_comm_s);
+  EXPECT_DOUBLE_EQ(b.breakdown.compute_s, a.breakdown.compute_s);
+  // fp32 gradients are already reduced in fp32: the key changes nothing there.
+  const Job g32 = testing_util::MakeJob(base + ", fp32_grads: true" + cluster);
+  const Job g32on = testing_util::MakeJob(base + ", fp32_grads: true, fp32_allreduce: true" + cluster);
+  EXPECT_DOUBLE_EQ(EstimateStep(g32on, testing_util::Hw(g32on)).comm.dp_bytes,
+                   EstimateStep(g32, testing_util::Hw(g32)).comm.dp_bytes);
+}
+
+}  // namespace
+}  // namespace gpuplan

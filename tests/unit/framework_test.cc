@@ -1,5 +1,6 @@
 // training.framework and the framework mechanisms (docs/model/frameworks.md).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -55,9 +56,13 @@ Estimated Estimate(const std::string& yaml, const Calibration& cal = Calibration
 
 // A calibration with some built-in keys overridden (the way --calibration does it).
 Calibration With(const std::string& rows) {
-  const std::string path = ::testing::TempDir() + "framework_test_cal.csv";
+  // One file per process and call: ctest runs this binary's cases side by side (a shared name raced).
+  static int calls = 0;
+  const std::string path = ::testing::TempDir() + "framework_test_cal-" + std::to_string(::getpid()) + "-" +
+                           std::to_string(++calls) + ".csv";
   std::ofstream(path) << "key,value,unit,source,date,notes\n" << rows;
   auto c = Calibration::Load(path);
+  std::remove(path.c_str());
   EXPECT_TRUE(c.ok()) << c.status().ToString();
   return c.ok() ? *c : Calibration::Builtin();
 }

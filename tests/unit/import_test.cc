@@ -551,3 +551,34 @@ TEST(ImportCli, JsonHasJobFilesUnknownUnresolvedNotes) {
 
 }  // namespace
 }  // namespace gpuplan
+
+namespace gpuplan {
+namespace {
+
+// communication_data_type fp32 (DeepSpeed config.py get_communication_data_type; engine.py allreduce_bucket casts the
+// bucket): training.fp32_allreduce at its line; fp16/bf16 leave it off; another value is an error at its line.
+TEST(ImportDeepspeed, CommunicationDataTypeFp32IsAnFp32Allreduce) {
+  const auto dir = std::filesystem::temp_directory_path() / ("gpuplan-commtype-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  auto write = [&](const std::string& name, const std::string& value) {
+    const std::string path = (dir / name).string();
+    std::ofstream(path) << "{\n  \"train_micro_batch_size_per_gpu\": 1,\n  \"fp16\": {\"enabled\": true},\n"
+                           "  \"communication_data_type\": " << value << "\n}\n";
+    return path;
+  };
+  auto r = ImportFiles({write("fp32.json", "\"FP32\"")}, Job{});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->job.training.fp32_allreduce);
+  EXPECT_EQ(r->job.set_keys.at("training.fp32_allreduce").line, 4);
+  auto half = ImportFiles({write("fp16.json", "\"fp16\"")}, Job{});
+  ASSERT_TRUE(half.ok()) << half.status().ToString();
+  EXPECT_FALSE(half->job.training.fp32_allreduce);
+  auto bad = ImportFiles({write("bad.json", "\"fp64\"")}, Job{});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().location().line, 4);
+  EXPECT_NE(bad.status().ToString().find("communication_data_type"), std::string::npos) << bad.status().ToString();
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace gpuplan

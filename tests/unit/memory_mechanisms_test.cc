@@ -227,3 +227,30 @@ TEST(MemoryMechanisms, SavingStepsOfferTheSingleCardKnobs) {
 
 }  // namespace
 }  // namespace gpuplan
+
+namespace gpuplan {
+namespace {
+
+// §4.3 DeepSpeed without ZeRO flattens the gradients into a bucket (and with fp32_allreduce casts it to fp32)
+// after the last backward: it raises the peak only by what exceeds the activations freed by then.
+TEST(MemoryMechanisms, DeepSpeedAllreduceBucketAfterBackwardCountsAboveTheFreedActivations) {
+  const std::string model = "model: {layers: 24, hidden: 1024, heads: 16, vocab: 50257, mlp: gelu, norm: layernorm, "
+                            "position: learned, max_positions: 1024}\n";
+  auto job = [&](const std::string& training, int64_t gpus, const std::string& framework = "deepspeed") {
+    return testing_util::MakeJob(model + "training: {seq_len: 1024, micro_batch: 1, precision: fp16, framework: " +
+                                 framework + training + "}\ncluster: {gpu: t4-16gb, num_gpus: " + std::to_string(gpus) + "}\n");
+  };
+  const MemoryBreakdown one = EstimateMemory(job("", 1)), dp = EstimateMemory(job("", 4));
+  const MemoryBreakdown cast = EstimateMemory(job(", fp32_allreduce: true", 4));
+  const double elements = static_cast<double>(CountParams(job("", 4).arch).total);
+  const double freed = dp.activations_bytes + one.buffers_bytes;  // one GPU: the backward transient alone
+  EXPECT_NEAR(dp.buffers_bytes - one.buffers_bytes, std::max(0.0, elements * 2 - freed), 1e-6 * elements);
+  EXPECT_NEAR(cast.buffers_bytes - one.buffers_bytes, std::max(0.0, elements * 6 - freed), 1e-6 * elements);
+  EXPECT_GT(cast.buffers_bytes, dp.buffers_bytes);
+  // Megatron's DDP reduces from its contiguous grad buffer: no flat copy, no cast buffer modelled.
+  EXPECT_DOUBLE_EQ(EstimateMemory(job(", fp32_allreduce: true", 4, "megatron")).buffers_bytes,
+                   EstimateMemory(job("", 1, "megatron")).buffers_bytes);
+}
+
+}  // namespace
+}  // namespace gpuplan

@@ -128,6 +128,13 @@ Status DeepspeedOther(Importer& im, const FlatConfig& cfg) {
     if (d == "fp32" || d == "float32") GPUPLAN_RETURN_IF_ERROR(im.Put("training.fp32_grads", "true", e->where));
     else if (d != "bf16" && d != "fp16" && d != "auto") return Bad(e->where, "expected fp32, bf16 or fp16, got '" + e->value + "'");
   }
+  if (const FlatEntry* e = cfg.Get("communication_data_type")) {
+    // config.py get_communication_data_type (fp32, fp16 or bf16, any case; null: the compute dtype);
+    // engine.py allreduce_bucket casts a bucket of another dtype to it for the reduction.
+    const std::string d = Lower(e->value);
+    if (d == "fp32") GPUPLAN_RETURN_IF_ERROR(im.Put("training.fp32_allreduce", "true", e->where));
+    else if (d != "bf16" && d != "fp16" && d != "null") return Bad(e->where, "expected fp32, fp16 or bf16, got '" + e->value + "'");
+  }
   if (const FlatEntry* e = cfg.Get("tensor_parallel.autotp_size")) {
     auto v = Int(e->value, e->where, 1, 1024);
     if (!v.ok()) return v.status();

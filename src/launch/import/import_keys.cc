@@ -46,7 +46,7 @@ const KeyTable& DeepspeedKeys() {
       {"zero_optimization.mics_hierarchical_params_gather", Role::kNotModelled},
       {"optimizer", Role::kSection}, {"optimizer.type", Role::kModel}, {"optimizer.params", Role::kNoEffect},
       {"scheduler", Role::kNoEffect}, {"gradient_clipping", Role::kNoEffect}, {"prescale_gradients", Role::kNoEffect},
-      {"gradient_predivide_factor", Role::kNoEffect}, {"communication_data_type", Role::kNoEffect}, {"sparse_gradients", Role::kNoEffect},
+      {"gradient_predivide_factor", Role::kNoEffect}, {"communication_data_type", Role::kModel}, {"sparse_gradients", Role::kNoEffect},
       {"activation_checkpointing", Role::kNoEffect}, {"zero_allow_untested_optimizer", Role::kNoEffect},
       {"zero_force_ds_cpu_optimizer", Role::kNoEffect}, {"data_types", Role::kSection}, {"data_types.grad_accum_dtype", Role::kModel},
       {"tensor_parallel", Role::kSection}, {"tensor_parallel.autotp_size", Role::kModel},

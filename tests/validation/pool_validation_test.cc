@@ -1,0 +1,72 @@
+// Runs with pinned stage layouts (docs/model/pools.md, docs/validation.md "Mixed pools"): every row of
+// ../shared/validation/hetero_homog_runs.csv whose system and cards validation/pools/hardware.csv maps is
+// predicted; a gpu_mix of several card types becomes one pool group per type in the order listed, each with its
+// own node size, intra-node link and network; a label the hardware file does not map is skipped with its name.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+#include "gpuplan/pool_validation.h"
+#include "../test_util.h"
+
+namespace gpuplan {
+namespace {
+
+const std::string kSrc = GPUPLAN_SOURCE_DIR;
+const std::string kRuns = std::string(GPUPLAN_SHARED_DIR) + "/validation/hetero_homog_runs.csv";
+
+Result<PoolValidationReport> Validate(const std::vector<std::string>& files) {
+  return ValidatePoolRuns(files, kSrc + "/validation/pools/hardware.csv", kSrc + "/validation/pools/models.csv",
+                          testing_util::BuiltinCatalog(), Calibration::Builtin());
+}
+
+TEST(PoolValidation, EveryAmpRowIsPredicted) {
+  auto rep = Validate({kRuns});
+  ASSERT_TRUE(rep.ok()) << rep.status().ToString();
+  int64_t amp = 0;
+  for (const auto& r : rep->rows) {
+    if (r.system != "AMP") continue;
+    ++amp;
+    EXPECT_EQ(r.skip, "") << "row " << r.id;
+    EXPECT_GT(r.predicted_s, 0) << "row " << r.id;
+  }
+  EXPECT_GT(amp, 40);
+}
+
+// A mixed row: the homogeneous row 57's layout on 12 V100 + 4 T4, written three ways.
+TEST(PoolValidation, AMixOfCardTypesIsOnePoolGroupPerType) {
+  std::ifstream in(kRuns);
+  std::string header, line, row57;
+  std::getline(in, header);
+  while (std::getline(in, line))
+    if (line.rfind("57,", 0) == 0) row57 = line;
+  ASSERT_FALSE(row57.empty());
+  const std::string path = (std::filesystem::temp_directory_path() / ("gpuplan-mix-" + std::to_string(::getpid()) + ".csv")).string();
+  {
+    std::ofstream out(path);
+    out << header << "\n";
+    for (const std::string mix : {"T4-16GB:16", "V100-16GB:12+T4-16GB:4", "\"V100:12, T4:4\"", "A100-80GB:12+T4-16GB:4"}) {
+      std::string r = row57;
+      r.replace(r.find("T4-16GB:16"), 10, mix);
+      out << r << "\n";
+    }
+  }
+  auto rep = Validate({path});
+  std::filesystem::remove(path);
+  ASSERT_TRUE(rep.ok()) << rep.status().ToString();
+  ASSERT_EQ(rep->rows.size(), 4u);
+  const auto& homog = rep->rows[0];
+  const auto& mixed = rep->rows[1];
+  EXPECT_EQ(homog.skip, "");
+  EXPECT_EQ(mixed.skip, "");
+  EXPECT_EQ(rep->rows[2].skip, "");  // labels matched ignoring the memory suffix
+  EXPECT_DOUBLE_EQ(rep->rows[2].predicted_s, mixed.predicted_s);
+  // Three V100 stages then a T4 stage behind a 10 Gbps hop: not the all-T4 time.
+  EXPECT_NE(mixed.predicted_s, homog.predicted_s);
+  EXPECT_NE(rep->rows[3].skip.find("no hardware mapping for A100-80GB"), std::string::npos) << rep->rows[3].skip;
+}
+
+}  // namespace
+}  // namespace gpuplan

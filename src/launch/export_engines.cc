@@ -221,6 +221,8 @@ std::string DeepspeedConfig(const LaunchPlan& p) {
     c["bf16"] = b;
   }
   if (pr == Precision::kFp16) c["fp16"] = {{"enabled", true}, {"loss_scale", 0}};
+  // The plan's gradient reduction in fp32 (training.fp32_allreduce; engine.py allreduce_bucket casts to it).
+  if (j.training.fp32_allreduce) c["communication_data_type"] = "fp32";
   c["zero_optimization"] = DeepspeedZero(p);
   if (q.offload != Offload::kNone) {
     if (DeepspeedBf16Masters(p)) {

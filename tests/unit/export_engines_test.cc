@@ -189,6 +189,15 @@ TEST(ExportDeepspeed, PrecisionFlagsPerPrecision) {
   EXPECT_TRUE(noted) << fp8.dump();
 }
 
+// training.fp32_allreduce exports as communication_data_type fp32 (the key gpuplan import reads it from: import_test).
+TEST(ExportDeepspeed, Fp32AllreduceIsTheCommunicationDataType) {
+  auto cfg = [](const std::string& training) {
+    return nlohmann::json::parse(Export(ExportFormat::kDeepspeed, MakePlan(J2x8("zero: 1", training)))["ds_config.json"].content);
+  };
+  EXPECT_EQ(cfg("precision: fp16, fp32_allreduce: true")["communication_data_type"], "fp32");
+  EXPECT_FALSE(cfg("precision: fp16").contains("communication_data_type"));
+}
+
 TEST(ExportDeepspeed, AutoTpWithinANodeAtZeroTwoOrBelow) {
   auto c = nlohmann::json::parse(
       Export(ExportFormat::kDeepspeed, MakePlan(With(k2x8, "tp: 2, zero: 2")))["ds_config.json"].content);

@@ -748,6 +748,12 @@ void AddBackwardTransient(MemoryFold& f) {
            : "one layer's activations rebuilt in backward");
 }
 
+// §4.3 bytes per gradient of the fp32 copy DeepSpeed makes of a 16-bit bucket for the reduction (0: none).
+double ReduceCastBytes(const MemoryFold& f) {
+  const double r = ReduceBytesPerParam(f.job);
+  return r > f.gb ? r : 0;
+}
+
 // §4.1-§4.2 sharding buffers: ZeRO-3/FSDP gathered layers and unsharded gradients, FSDP with
 // pipeline parallelism, DeepSpeed's ZeRO-1/2 reduce bucket.
 void AddShardingBuffers(MemoryFold& f) {
@@ -783,7 +789,7 @@ void AddShardingBuffers(MemoryFold& f) {
     // at reduce_bucket_size elements whatever the number of trainable parameters or GPUs.
     // Megatron's distributed optimizer reduces from its contiguous grad buffer instead.
     // §4.3 with communication_data_type fp32 the bucket is cast to fp32 for the reduction.
-    const double cast = job.training.fp32_allreduce && f.gb < 4 ? 4 : 0;
+    const double cast = ReduceCastBytes(f);
     const double bucket = f.kc.zero_bucket_elements * (f.gb + cast);
     f.m.buffers_bytes += bucket;
     ADD(f, "buffers", cast > 0 ? "ZeRO reduce bucket + its fp32 cast" : "ZeRO reduce bucket", bucket,
@@ -801,7 +807,7 @@ void AddReduceTransient(MemoryFold& f) {
   const ParallelSpec& par = job.parallel;
   if (job.training.framework != Framework::kDeepspeed || par.zero != 0 || par.dp * par.cp <= 1 || IsLora(job)) return;
   const double elements = std::min(f.sp.dense + f.sp.expert, f.kc.zero_bucket_elements);
-  const double cast = job.training.fp32_allreduce && f.gb < 4 ? 4 : 0;
+  const double cast = ReduceCastBytes(f);
   const double reduce = elements * (f.gb + cast);
   const double freed = f.m.activations_bytes + std::max(f.loss_transient, f.recompute_ws);
   if (reduce <= freed) return;

@@ -12,15 +12,12 @@
 #include <sstream>
 
 #include "gpuplan/csv.h"
+#include "gpuplan/strings.h"
 
 namespace gpuplan {
 namespace {
 
 std::string Str(int64_t v) { return std::to_string(v); }
-std::string Lowercase(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 struct HardwareRow {
   std::string gpu, intra, network_kind, framework, precision, flash_attention, fp32_allreduce;
@@ -111,6 +108,17 @@ const HardwareRow* FindHardware(const std::map<std::string, HardwareRow>& hw, co
     if (!want.empty() && l.rfind(want, 0) == 0) found = &row, ++matches;
   }
   return matches == 1 ? found : nullptr;
+}
+
+// One run has one engine: every card type's row must give the same framework, precision and flags.
+bool SameEngine(const std::vector<const HardwareRow*>& hws) {
+  for (const HardwareRow* h : hws) {
+    const HardwareRow& a = *hws.front();
+    if (h->framework != a.framework || h->precision != a.precision || h->flash_attention != a.flash_attention ||
+        h->fp32_allreduce != a.fp32_allreduce || h->before != a.before || h->after != a.after)
+      return false;
+  }
+  return true;
 }
 
 // Blocks per stage from the row's layout string, or a reason it cannot be read.
@@ -213,11 +221,12 @@ Result<PoolValidationReport> ValidatePoolRuns(const std::vector<std::string>& fi
       else if (mix.empty()) row.skip = "no card types in gpu_mix '" + row.gpu_mix + "'";
       else if (!unmapped.empty()) row.skip = "no hardware mapping for " + unmapped;
       else if (model == models->end()) row.skip = "no model row for " + row.model;
+      else if (!SameEngine(hws)) row.skip = "the card types of " + row.gpu_mix + " name different engine settings";
       if (!row.skip.empty()) {
         rep.rows.push_back(row);
         continue;
       }
-      const HardwareRow& h = *hws.front();  // the engine settings: one system runs one engine
+      const HardwareRow& h = *hws.front();  // the engine settings (SameEngine: every part's are the same)
       const int64_t layers = std::stoll(rec.Str("layers"));
       const std::string dp = rec.Str("dp").substr(0, rec.Str("dp").find('/'));
       // A run whose plan file does not state its precision ran at the system's default (hardware.csv).
@@ -243,7 +252,7 @@ Result<PoolValidationReport> ValidatePoolRuns(const std::vector<std::string>& fi
       std::string pool_text = "groups:\n";
       for (size_t i = 0; i < mix.size(); ++i) {
         const HardwareRow& g = *hws[i];
-        pool_text += "  - {name: " + Lowercase(Alnum(mix[i].first)) + Str(static_cast<int64_t>(i)) + ", gpu: " + g.gpu +
+        pool_text += "  - {name: " + Lower(Alnum(mix[i].first)) + Str(static_cast<int64_t>(i)) + ", gpu: " + g.gpu +
                      ", nodes: " + Str(std::max<int64_t>(1, mix[i].second / g.gpus_per_node)) + ", gpus_per_node: " +
                      Str(std::min(g.gpus_per_node, mix[i].second)) + ", intra_node: " + g.intra + ", network: {kind: " +
                      g.network_kind + ", gbps: " + std::to_string(g.network_gbps) + "}}\n";

@@ -68,5 +68,29 @@ TEST(PoolValidation, AMixOfCardTypesIsOnePoolGroupPerType) {
   EXPECT_NE(rep->rows[3].skip.find("no hardware mapping for A100-80GB"), std::string::npos) << rep->rows[3].skip;
 }
 
+// One run has one engine: card types whose hardware rows disagree on it are skipped with the reason, never mixed.
+TEST(PoolValidation, CardTypesWithDifferentEngineSettingsAreSkipped) {
+  const std::string dir = std::filesystem::temp_directory_path() / ("gpuplan-hw-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ifstream hin(kSrc + "/validation/pools/hardware.csv"), rin(kRuns);
+  std::ofstream hout(dir + "/hardware.csv"), rout(dir + "/runs.csv");
+  for (std::string l; std::getline(hin, l);) {
+    if (l.rfind("AMP,V100-16GB,", 0) == 0) l.replace(l.find(",deepspeed,fp16,false,"), 22, ",deepspeed,fp16,true,");
+    hout << l << "\n";
+  }
+  std::string line;
+  std::getline(rin, line);
+  rout << line << "\n";
+  while (std::getline(rin, line))
+    if (line.rfind("57,", 0) == 0) rout << line.replace(line.find("T4-16GB:16"), 10, "V100-16GB:12+T4-16GB:4") << "\n";
+  hout.close(), rout.close();
+  auto rep = ValidatePoolRuns({dir + "/runs.csv"}, dir + "/hardware.csv", kSrc + "/validation/pools/models.csv",
+                              testing_util::BuiltinCatalog(), Calibration::Builtin());
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(rep.ok()) << rep.status().ToString();
+  ASSERT_EQ(rep->rows.size(), 1u);
+  EXPECT_NE(rep->rows[0].skip.find("different engine settings"), std::string::npos) << rep->rows[0].skip;
+}
+
 }  // namespace
 }  // namespace gpuplan

@@ -42,6 +42,7 @@ struct EfficiencyConstants {
   double e_scores = 0;              // F§4 elements moved per attention score on that path
   double fp8_cast_bytes = 0;        // F§6 extra bytes per fp8-quantized element
   double clock_factor = 1;          // H§1 sustained clock / the clock the catalog peaks assume
+  double layer_time_scale = 1;      // H§3 measured / modelled GPU time of one layer (a profiler's per-layer time)
   // N§9 DeepSpeed ZeRO-3 parameter gathers (flat ring per module, one NIC port per rank across
   // nodes) instead of N§4's FSDP gathers, and the share of a pass's compute that hides them.
   bool zero3_flat_gathers = false;

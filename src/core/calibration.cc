@@ -89,6 +89,7 @@ constexpr KeyRule kRules[] = {
     {"flash3_attention_eff.", {1e-3, 1}},
     {"nccl_overlap_slowdown", {0, 10}},
     {"sustained_clock_factor.", {1e-3, 1}},
+    {"layer_time_scale.", {1e-2, 1e2}},
     {"mamf_measured.", {0, 1}, true},
     {"attention_measured.", {0, 1}, true},
     {"hbm_measured.", {0, 1}, true},

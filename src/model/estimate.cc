@@ -134,6 +134,8 @@ EfficiencyConstants ResolveConstants(const GpuSpec& g, const LinkSpec& intra, co
   k.matmul_eff_max = p == Precision::kFp8 && cal.Has(mm + ".fp8") ? cal.Get(mm + ".fp8") : CalOr(cal, mm, "matmul_eff_max.default");
   // H§1 a power-limited part sustains a lower clock than the part its catalog peaks come from.
   k.clock_factor = cal.Has("sustained_clock_factor." + g.id) ? cal.Get("sustained_clock_factor." + g.id) : 1.0;
+  // H§3 a per-layer time measured on this card (a profiler run) over the modelled one.
+  k.layer_time_scale = cal.Has("layer_time_scale." + g.id) ? cal.Get("layer_time_scale." + g.id) : 1.0;
   // C§2 GEMM shape constants of the family (fit to its microbench.csv GEMM rows), else the default.
   k.matmul_dim_half = CalOr(cal, "matmul_dim_half." + fam, "matmul_dim_half");
   k.matmul_fixed_s = CalOr(cal, "matmul_fixed_s." + fam, "matmul_fixed_s");
@@ -190,6 +192,9 @@ std::string EfficiencyNote(const GpuSpec& g, const TrainingSpec& tr, const Calib
   if (k.clock_factor != 1)
     parts.push_back("compute runs at a sustained-clock factor of " + num(k.clock_factor) +
                     " for its power limit (power^" + num(cal.Get("power_clock_exponent")) + ", docs/model/frameworks.md H§1)");
+  if (k.layer_time_scale != 1)
+    parts.push_back("each layer's GPU time is scaled x" + num(k.layer_time_scale) +
+                    " by a measured layer time (layer_time_scale, docs/model/pools.md MX§7)");
   if (parts.empty()) return "";
   std::string out = g.id + ": ";
   for (size_t i = 0; i < parts.size(); ++i) out += (i ? "; " : "") + parts[i];

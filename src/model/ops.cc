@@ -269,6 +269,8 @@ LayerPasses FoldLayer(const std::vector<Op>& ops, const Job& job, const Efficien
     if (op.full_recompute_flops) full_flops += op.fwd_flops;
     if (op.kind == OpKind::kAttention) p.attention_fwd_s += op.fwd_s;
   }
+  // H§3 a measured per-layer time scales the layer's GPU work (not the host's, not the head's).
+  gpu_fwd *= k.layer_time_scale, gpu_bwd *= k.layer_time_scale;
   p.gpu_fwd_s = gpu_fwd, p.gpu_bwd_s = gpu_bwd;
   p.host_fwd_s = host_fwd * k.cpu_op_s, p.host_bwd_s = host_bwd * k.cpu_op_s;
   p.fwd_s = std::max(p.host_fwd_s, gpu_fwd);

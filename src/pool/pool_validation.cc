@@ -12,6 +12,9 @@
 #include <sstream>
 
 #include "gpuplan/csv.h"
+#include "gpuplan/estimate.h"
+#include "gpuplan/job.h"
+#include "gpuplan/ops.h"
 #include "gpuplan/strings.h"
 
 namespace gpuplan {
@@ -23,6 +26,7 @@ struct HardwareRow {
   std::string gpu, intra, network_kind, framework, precision, flash_attention, fp32_allreduce;
   double network_gbps = 0;
   int64_t gpus_per_node = 0, before = 0, after = 0;
+  double layer_forward_s = 0;  // H§3 a profiler's per-layer forward time at tp 1, micro-batch 1 (0 = none)
 };
 
 Result<std::map<std::string, HardwareRow>> ReadHardware(const std::string& path) {
@@ -48,6 +52,13 @@ Result<std::map<std::string, HardwareRow>> ReadHardware(const std::string& path)
     auto gbps = rec.Number("network_gbps");
     if (!gbps.ok()) return gbps.status();
     h.network_gbps = *gbps;
+    // Optional: a measured per-layer forward time (ms) of the system's model on this card (docs/model/pools.md).
+    if (t->Column("layer_forward_ms") >= 0 && !rec.Str("layer_forward_ms").empty()) {
+      auto ms = rec.Number("layer_forward_ms");
+      if (!ms.ok()) return ms.status();
+      if (!(*ms > 0 && *ms < 1e6)) return Status::BadInput({t->file, r.line, "layer_forward_ms"}, "must be in (0, 1e6) ms");
+      h.layer_forward_s = *ms / 1e3;
+    }
     out[rec.Str("system") + "|" + rec.Str("gpu_label")] = h;
   }
   return out;
@@ -187,6 +198,23 @@ double SpearmanRho(const std::vector<double>& a, const std::vector<double>& b) {
   return saa > 0 && sbb > 0 ? sab / std::sqrt(saa * sbb) : 0;
 }
 
+// H§3 layer_time_scale.<gpu>: the card's measured per-layer forward time over the model's GPU time of that
+// layer, on one card at tp 1 and micro-batch 1 (the profile's configuration) with the run's model and engine.
+Result<double> LayerTimeScale(const std::string& model_and_training, const HardwareRow& g, const Catalog& catalog,
+                              const Calibration& cal, const std::string& where) {
+  auto job = ParseJobText(model_and_training + "parallel: {tp: 1, pp: 1, dp: 1}\ncluster: {gpu: " + g.gpu +
+                              ", num_gpus: 1, gpus_per_node: 1}\n", where);
+  if (!job.ok()) return job.status();
+  Job j = *job;
+  if (Status st = FinalizeJob(j); !st.ok()) return st;
+  auto hw = ResolveHardware(j, catalog, cal);
+  if (!hw.ok()) return hw.status();
+  const double seq = static_cast<double>(j.training.seq_len);
+  const LayerPasses p = FoldLayer(LayerOps(j, *hw, seq, seq), j, hw->k);
+  if (!(p.gpu_fwd_s > 0)) return Status::BadInput({where, 0, "layer_forward_ms"}, "the model gives no layer time for " + g.gpu);
+  return g.layer_forward_s / p.gpu_fwd_s;
+}
+
 bool IsPoolRunsFile(const CsvTable& t) { return t.Column("gpu_mix") >= 0 && t.Column("layout") >= 0 && t.Column("is_hetero") >= 0; }
 
 Result<PoolValidationReport> ValidatePoolRuns(const std::vector<std::string>& files, const std::string& hardware_csv,
@@ -241,13 +269,14 @@ Result<PoolValidationReport> ValidatePoolRuns(const std::vector<std::string>& fi
       std::string split_s;
       for (int64_t n : split) split_s += (split_s.empty() ? "" : ", ") + Str(n);
       row.layout = "tp" + rec.Str("tp") + " pp" + rec.Str("pp") + " dp" + dp + " mbs" + rec.Str("mbs") + " [" + split_s + "]";
-      const std::string job_text =
+      const std::string model_text =
           "model: {layers: " + Str(layers) + ", hidden: " + rec.Str("hidden") + ", heads: " + rec.Str("heads") +
           ", vocab: " + model->second[0] + ", mlp: " + model->second[1] + ", norm: " + model->second[2] +
-          ", position: " + model->second[3] + ", max_positions: " + rec.Str("seq_len") + "}\ntraining: {seq_len: " + rec.Str("seq_len") + ", micro_batch: " +
-          rec.Str("mbs") + ", global_batch: " + rec.Str("global_batch") + ", precision: " + precision +
-          ", framework: " + h.framework + ", flash_attention: " + h.flash_attention +
-          ", fp32_allreduce: " + h.fp32_allreduce + "}\nparallel: {tp: " + rec.Str("tp") + ", pp: " + rec.Str("pp") + ", dp: " + dp +
+          ", position: " + model->second[3] + ", max_positions: " + rec.Str("seq_len") + "}\n";
+      const std::string engine_text = ", precision: " + precision + ", framework: " + h.framework +
+                                      ", flash_attention: " + h.flash_attention + ", fp32_allreduce: " + h.fp32_allreduce + "}\n";
+      const std::string job_text = model_text + "training: {seq_len: " + rec.Str("seq_len") + ", micro_batch: " +
+          rec.Str("mbs") + ", global_batch: " + rec.Str("global_batch") + engine_text + "parallel: {tp: " + rec.Str("tp") + ", pp: " + rec.Str("pp") + ", dp: " + dp +
           ", layer_split: [" + split_s + "]}\n";
       std::string pool_text = "groups:\n";
       for (size_t i = 0; i < mix.size(); ++i) {
@@ -274,6 +303,26 @@ Result<PoolValidationReport> ValidatePoolRuns(const std::vector<std::string>& fi
       }
       row.predicted_s = est->step_time_s;
       row.fits = est->fits;
+      // H§3 again with every card's measured layer time, when each card of the run has one.
+      Calibration measured_cal = cal;
+      bool profiled = true;
+      for (const HardwareRow* g : hws) {
+        if (!(g->layer_forward_s > 0)) { profiled = false; break; }
+        const std::string profile_text = model_text + "training: {seq_len: " + rec.Str("seq_len") +
+                                         ", micro_batch: 1, global_batch: 1" + engine_text;
+        auto scale = LayerTimeScale(profile_text, *g, catalog, cal, path + ":" + Str(r.line));
+        if (!scale.ok()) return scale.status();
+        if (measured_cal.Has("layer_time_scale." + g->gpu)) continue;
+        measured_cal.Set("layer_time_scale." + g->gpu, *scale);
+        char b[64];
+        std::snprintf(b, sizeof b, "%s x%.2f", g->gpu.c_str(), *scale);
+        row.scales += (row.scales.empty() ? "" : ", ") + std::string(b);
+      }
+      if (profiled) {
+        auto cest = EstimateOnPool(*fin, *pool, *layout, catalog, measured_cal);
+        if (!cest.ok()) return cest.status();
+        row.calibrated_s = cest->step_time_s, row.calibrated_fits = cest->fits;
+      }
       auto measured = rec.OptNumber("measured_value");
       if (measured.ok() && *measured && !row.failed_run) row.measured_s = **measured;
       rep.rows.push_back(row);
@@ -293,12 +342,23 @@ Result<PoolValidationReport> ValidatePoolRuns(const std::vector<std::string>& fi
       s.measured.push_back(row.measured_s), s.predicted.push_back(row.predicted_s);
       if (!row.fits) ++s.measured_flagged;
     }
+    if (row.calibrated_s > 0 && row.failed_run) {
+      ++s.cal_failed_runs;
+      if (!row.calibrated_fits) ++s.cal_failed_flagged;
+    } else if (row.calibrated_s > 0 && row.measured_s > 0) {
+      s.cal_errors.push_back(row.calibrated_s / row.measured_s - 1);
+      s.cal_measured.push_back(row.measured_s), s.cal_predicted.push_back(row.calibrated_s);
+    }
   }
   for (auto& [name, s] : by) {
     std::vector<double> abs;
     for (double e : s.errors) abs.push_back(std::fabs(e));
     s.median_abs = Median(abs);
     s.spearman = SpearmanRho(s.predicted, s.measured);
+    abs.clear();
+    for (double e : s.cal_errors) abs.push_back(std::fabs(e));
+    s.cal_median_abs = Median(abs);
+    s.cal_spearman = SpearmanRho(s.cal_predicted, s.cal_measured);
     rep.systems.push_back(s);
   }
   return rep;
@@ -310,7 +370,7 @@ std::string PoolValidationToMarkdown(const PoolValidationReport& rep) {
          "`EstimateOnPool` (docs/model/pools.md MX§1-§5) on a pool of the run's cards. The hardware each run names is read "
          "through validation/pools/hardware.csv and the models through validation/pools/models.csv (each row with its "
          "source); a run on several card types (`gpu_mix` as `V100-16GB:12+T4-16GB:4`) is a pool of one group per type in the "
-         "order listed, ranks placed over them in that order. Nothing here is fitted: the constants are the homogeneous model's. A run that could not start "
+         "order listed, ranks placed over them in that order. Nothing here is fitted on these runs: the constants are the homogeneous model's. A run that could not start "
          "(FAILED_RUN) counts as flagged when the model says a stage does not fit its card's memory.\n\n";
   out += "| system | runs predicted | median abs error | median signed error | Spearman (predicted vs measured) | "
          "failed runs flagged | measured runs flagged | skipped |\n|---|---|---|---|---|---|---|---|\n";
@@ -322,22 +382,45 @@ std::string PoolValidationToMarkdown(const PoolValidationReport& rep) {
                   static_cast<long long>(s.skipped));
     out += buf;
   }
+  out += "\nWith each card's measured per-layer forward time (validation/pools/hardware.csv `layer_forward_ms`, a profiler's "
+         "output at tp 1 and micro-batch 1, with its source) as `layer_time_scale.<gpu>` (docs/model/pools.md MX§7): the scale "
+         "is that time over the model's GPU time of the same layer on the same card, derived from the profile alone, never "
+         "from the runs below, so the runs test it. Systems without a measured layer time are left out.\n\n"
+         "| system | runs predicted | median abs error | median signed error | Spearman (predicted vs measured) | "
+         "failed runs flagged | layer_time_scale |\n|---|---|---|---|---|---|---|\n";
+  for (const auto& s : rep.systems) {
+    if (s.cal_errors.empty() && !s.cal_failed_runs) continue;
+    std::string scales;
+    for (const auto& r : rep.rows)
+      if (r.system == s.system && !r.scales.empty() && scales.find(r.scales) == std::string::npos)
+        scales += (scales.empty() ? "" : "; ") + r.scales;
+    std::snprintf(buf, sizeof buf, "| %s | %zu | %.1f%% | %+.1f%% | %.2f | %lld of %lld | %s |\n", s.system.c_str(),
+                  s.cal_errors.size(), 100 * s.cal_median_abs, 100 * Median(s.cal_errors), s.cal_spearman,
+                  static_cast<long long>(s.cal_failed_flagged), static_cast<long long>(s.cal_failed_runs), scales.c_str());
+    out += buf;
+  }
   out += "\nThese runs are homogeneous (one card type each): they test the fold (MX§2-§4) and the homogeneous constants "
          "it inherits on cards and engines the training validation above has few runs of (T4 over TCP with DeepSpeed's "
          "pipeline engine; GH200 with Megatron-DeepSpeed). A negative median signed error means the model is faster than "
          "the runs; the mixed-pool planner inherits that bias for these cards, while the ranking (Spearman) is what it "
          "chooses layouts by.\n";
-  out += "\n| row | system | cards | layout (blocks per stage) | measured s | predicted s | error | fits |\n"
-         "|---|---|---|---|---|---|---|---|\n";
+  out += "\n| row | system | cards | layout (blocks per stage) | measured s | predicted s | error | fits | "
+         "with measured layer time s | error | fits |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : rep.rows) {
     if (!r.skip.empty()) continue;
+    char cal[128] = "| | |";
+    if (r.calibrated_s > 0 && r.failed_run)
+      std::snprintf(cal, sizeof cal, "%.3f | | %s", r.calibrated_s, r.calibrated_fits ? "yes" : "**no**");
+    else if (r.calibrated_s > 0)
+      std::snprintf(cal, sizeof cal, "%.3f | %+.1f%% | %s", r.calibrated_s,
+                    r.measured_s > 0 ? 100 * (r.calibrated_s / r.measured_s - 1) : 0.0, r.calibrated_fits ? "yes" : "no");
     if (r.failed_run) {
-      std::snprintf(buf, sizeof buf, "| %s | %s | %s | %s | could not run | %.3f | | %s |\n", r.id.c_str(), r.system.c_str(),
-                    r.gpu_mix.c_str(), r.layout.c_str(), r.predicted_s, r.fits ? "yes" : "**no**");
+      std::snprintf(buf, sizeof buf, "| %s | %s | %s | %s | could not run | %.3f | | %s | %s |\n", r.id.c_str(), r.system.c_str(),
+                    r.gpu_mix.c_str(), r.layout.c_str(), r.predicted_s, r.fits ? "yes" : "**no**", cal);
     } else {
-      std::snprintf(buf, sizeof buf, "| %s | %s | %s | %s | %.3f | %.3f | %+.1f%% | %s |\n", r.id.c_str(), r.system.c_str(),
+      std::snprintf(buf, sizeof buf, "| %s | %s | %s | %s | %.3f | %.3f | %+.1f%% | %s | %s |\n", r.id.c_str(), r.system.c_str(),
                     r.gpu_mix.c_str(), r.layout.c_str(), r.measured_s, r.predicted_s,
-                    r.measured_s > 0 ? 100 * (r.predicted_s / r.measured_s - 1) : 0.0, r.fits ? "yes" : "no");
+                    r.measured_s > 0 ? 100 * (r.predicted_s / r.measured_s - 1) : 0.0, r.fits ? "yes" : "no", cal);
     }
     out += buf;
   }

@@ -98,6 +98,23 @@ TEST(OpsPasses, FullRecomputeAddsExactlyTheForward) {
   EXPECT_EQ(Fold(PresetJob("llama-3-8b", "recompute: none")).recompute_s, 0);
 }
 
+// H§3 a measured per-layer time scales the layer's GPU work only: FLOPs, host time and the head stay.
+TEST(OpsPasses, LayerTimeScaleScalesTheLayersGpuTimeOnly) {
+  const Job j = PresetJob("llama-3-8b", "recompute: none");
+  HardwareContext hw = Hw(j);
+  const LayerPasses base = FoldLayer(LayerOps(j, hw, MicroBatchTokens(j), 4096), j, hw.k);
+  const std::vector<Op> head = HeadOps(j, hw, MicroBatchTokens(j));
+  hw.k.layer_time_scale = 2.5;
+  const LayerPasses scaled = FoldLayer(LayerOps(j, hw, MicroBatchTokens(j), 4096), j, hw.k);
+  EXPECT_NEAR(scaled.gpu_fwd_s, 2.5 * base.gpu_fwd_s, 1e-15);
+  EXPECT_NEAR(scaled.gpu_bwd_s, 2.5 * base.gpu_bwd_s, 1e-15);
+  EXPECT_DOUBLE_EQ(scaled.host_fwd_s, base.host_fwd_s);
+  EXPECT_DOUBLE_EQ(scaled.fwd_flops, base.fwd_flops);
+  const std::vector<Op> head2 = HeadOps(j, hw, MicroBatchTokens(j));
+  ASSERT_EQ(head.size(), head2.size());
+  for (size_t i = 0; i < head.size(); ++i) EXPECT_DOUBLE_EQ(head[i].fwd_s, head2[i].fwd_s);
+}
+
 TEST(OpsPasses, SelectiveRecomputeAddsLessThanFull) {
   for (const char* attn : {"flash_attention: true", "flash_attention: false"}) {
     const LayerPasses full = Fold(PresetJob("llama-3-8b", std::string("recompute: full, ") + attn));

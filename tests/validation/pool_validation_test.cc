@@ -92,5 +92,41 @@ TEST(PoolValidation, CardTypesWithDifferentEngineSettingsAreSkipped) {
   EXPECT_NE(rep->rows[0].skip.find("different engine settings"), std::string::npos) << rep->rows[0].skip;
 }
 
+// MX§7 a card's measured per-layer forward time: the scale is that time over the model's GPU time of the layer
+// (derived from the profile, not the runs); every AMP row is predicted a second time with it; a bad cell is an
+// error at its line and column.
+TEST(PoolValidation, MeasuredLayerTimesGiveASecondPrediction) {
+  auto rep = Validate({kRuns});
+  ASSERT_TRUE(rep.ok()) << rep.status().ToString();
+  for (const auto& r : rep->rows) {
+    if (r.system != "AMP") {
+      EXPECT_EQ(r.calibrated_s, 0) << "row " << r.id;  // no measured layer time for its cards
+      continue;
+    }
+    EXPECT_GT(r.calibrated_s, r.predicted_s) << "row " << r.id;  // the T4 layer is measured slower than modelled
+    EXPECT_NE(r.scales.find("t4-16gb x"), std::string::npos) << r.scales;
+  }
+  const std::string md = PoolValidationToMarkdown(*rep);
+  EXPECT_NE(md.find("with measured layer time s"), std::string::npos);
+
+  const std::string dir = std::filesystem::temp_directory_path() / ("gpuplan-lt-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ifstream hin(kSrc + "/validation/pools/hardware.csv");
+  std::ofstream hout(dir + "/hardware.csv");
+  int line_no = 0, t4_line = 0;
+  for (std::string l; std::getline(hin, l);) {
+    ++line_no;
+    if (l.rfind("AMP,T4-16GB,", 0) == 0) l.replace(l.find(",5.698,"), 7, ",-1,"), t4_line = line_no;
+    hout << l << "\n";
+  }
+  hout.close();
+  auto bad = ValidatePoolRuns({kRuns}, dir + "/hardware.csv", kSrc + "/validation/pools/models.csv",
+                              testing_util::BuiltinCatalog(), Calibration::Builtin());
+  std::filesystem::remove_all(dir);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().ToString().find("hardware.csv:" + std::to_string(t4_line) + ": layer_forward_ms"), std::string::npos)
+      << bad.status().ToString();
+}
+
 }  // namespace
 }  // namespace gpuplan

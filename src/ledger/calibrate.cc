@@ -11,6 +11,7 @@
 #include "gpuplan/calibrate.h"
 #include "gpuplan/estimate.h"
 #include "gpuplan/input_file.h"
+#include "gpuplan/ops.h"
 #include "gpuplan/report.h"
 
 namespace gpuplan {
@@ -239,6 +240,35 @@ void Step(const Env& e, const std::vector<const Measurement*>& group, bool token
   Push(e, key, before, s.value, s.clamped, "factor", cite, f(before));
 }
 
+// MX§7 a profiler's forward time of one transformer layer (s): layer_time_scale.<gpu> is that time over the model's
+// GPU forward time of one layer of the calibrate job on this card, at the context's tp and micro_batch (default: the
+// job's). Closed form: the scale multiplies the layer's GPU time and nothing else.
+void LayerForward(const Env& e, const std::vector<const Measurement*>& group) {
+  std::vector<double> values;
+  for (const auto* m : group) values.push_back(m->value);
+  const double measured = Median(values);
+  const Measurement& cite = Cited(group, measured);
+  const nlohmann::json ctx = Context(cite);
+  Job job = e.job;
+  const double tp = Num(ctx, {"tp"}, static_cast<double>(job.parallel.tp));
+  const double mbs = Num(ctx, {"micro_batch", "mbs"}, static_cast<double>(job.training.micro_batch));
+  if (!(tp >= 1 && tp <= 1024 && tp == std::floor(tp) && mbs >= 1 && mbs <= 1e6 && mbs == std::floor(mbs)))
+    return e.out.skipped.push_back("ledger row " + std::to_string(cite.id) + ": its context tp / micro_batch are not whole numbers in range");
+  job.parallel.tp = static_cast<int64_t>(tp), job.training.micro_batch = static_cast<int64_t>(mbs);
+  auto hw = ResolveHardware(job, e.catalog, e.base);
+  if (!hw.ok()) return e.out.skipped.push_back("ledger row " + std::to_string(cite.id) + ": " + hw.status().reason());
+  const double seq = static_cast<double>(job.training.seq_len);
+  const LayerPasses p = FoldLayer(LayerOps(job, *hw, MicroBatchTokens(job), seq), job, hw->k);
+  const double unscaled = p.gpu_fwd_s / hw->k.layer_time_scale;
+  const double raw = measured / unscaled;
+  if (!std::isfinite(raw) || !(raw > 0))
+    return e.out.skipped.push_back("ledger row " + std::to_string(cite.id) + ": the model gives no layer time to scale");
+  const std::string key = "layer_time_scale." + hw->gpu.id;
+  const NumberRange r = *CalibrationKeyRange(key);
+  const double v = std::clamp(raw, r.min, r.max);
+  Push(e, key, hw->k.layer_time_scale, v, v != raw, "factor", cite, p.gpu_fwd_s);
+}
+
 }  // namespace
 
 Result<CalibrateResult> CalibrateFromMeasurements(const Job& job, const Catalog& catalog, const Calibration& base,
@@ -254,6 +284,7 @@ Result<CalibrateResult> CalibrateFromMeasurements(const Job& job, const Catalog&
     else if (kind == "storage_seq_write_mb_per_s") LocalDisk(e, group);
     else if (kind == "step_time_s") Step(e, group, false);
     else if (kind == "tokens_per_s") Step(e, group, true);
+    else if (kind == "layer_forward_s") LayerForward(e, group);
     else out.skipped.push_back(kind + " (" + std::to_string(group.size()) + " measurements): calibrates no key");
   }
   // One row per key: the later measurement kind wins only if no earlier one set it.

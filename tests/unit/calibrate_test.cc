@@ -10,6 +10,7 @@
 
 #include "../test_util.h"
 #include "gpuplan/calibrate.h"
+#include "gpuplan/ops.h"
 #include "gpuplan/ledger.h"
 
 namespace gpuplan {
@@ -117,6 +118,35 @@ TEST(Calibrate, GemmSetsThisGpusMatmulCeiling) {
   ASSERT_TRUE(hw.ok());
   const double d = 8192, shape = d / (d + hw->k.matmul_dim_half);
   EXPECT_NEAR(*hw->gpu.PeakFlops(Precision::kBf16) * hw->k.clock_factor * hw->k.matmul_eff_max * shape / 1e12, 250, 1);
+}
+
+// MX§7 a profiler's per-layer forward time: the scale makes the model's layer forward (GPU) equal to it, at the
+// context's tp and micro-batch; the step of the calibrated job is longer for a slower layer.
+TEST(Calibrate, LayerForwardTimeSetsThisGpusLayerScale) {
+  TempLedger t;
+  const Job& job = TwoNodes();
+  auto r = CalibrateFromMeasurements(job, Cat(), Calibration::Builtin(),
+                                     t.Record("layer_forward_s", 0.012, "s", R"({"tp":1,"micro_batch":2})"));
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->overrides.size(), 1u) << (r->skipped.empty() ? "" : r->skipped[0]);
+  EXPECT_EQ(r->overrides[0].key, "layer_time_scale.a100-sxm-80gb");
+  Job at = job;
+  at.parallel.tp = 1, at.training.micro_batch = 2;
+  auto hw = ResolveHardware(at, Cat(), Reloaded(*r, t.dir));
+  ASSERT_TRUE(hw.ok());
+  const double seq = static_cast<double>(at.training.seq_len);
+  EXPECT_NEAR(FoldLayer(LayerOps(at, *hw, MicroBatchTokens(at), seq), at, hw->k).gpu_fwd_s, 0.012, 1e-7);  // the CSV keeps 6 significant digits
+  auto base = ResolveHardware(job, Cat(), Calibration::Builtin());
+  auto scaled = ResolveHardware(job, Cat(), Reloaded(*r, t.dir));
+  ASSERT_TRUE(base.ok() && scaled.ok());
+  EXPECT_GT(EstimateStep(job, *scaled).step_time_s, EstimateStep(job, *base).step_time_s);
+  TempLedger t2;  // a context tp that is not a whole number: skipped with the reason
+  auto bad = CalibrateFromMeasurements(job, Cat(), Calibration::Builtin(),
+                                       t2.Record("layer_forward_s", 0.01, "s", R"({"tp":0.5})"));
+  ASSERT_TRUE(bad.ok());
+  EXPECT_TRUE(bad->overrides.empty());
+  ASSERT_EQ(bad->skipped.size(), 1u);
+  EXPECT_NE(bad->skipped[0].find("tp / micro_batch"), std::string::npos) << bad->skipped[0];
 }
 
 TEST(Calibrate, AnUnusableKindIsSkippedWithItsReason) {

@@ -114,6 +114,14 @@ void Push(const Env& e, const std::string& key, double before, double value, boo
   e.out.overrides.push_back(o);
 }
 
+// A group's median and the measurement nearest it (the one its override cites).
+std::pair<double, const Measurement*> MedianOf(const std::vector<const Measurement*>& group) {
+  std::vector<double> values;
+  for (const auto* m : group) values.push_back(m->value);
+  const double measured = Median(values);
+  return {measured, &Cited(group, measured)};
+}
+
 void BusBw(const Env& e, const std::vector<const Measurement*>& group) {
   // The largest message size of the group: nccl-tests' peak, where the link and not latency rules.
   double bytes = 0;
@@ -181,10 +189,8 @@ void BusBw(const Env& e, const std::vector<const Measurement*>& group) {
 }
 
 void Gemm(const Env& e, const std::vector<const Measurement*>& group) {
-  std::vector<double> values;
-  for (const auto* m : group) values.push_back(m->value);
-  const double measured = Median(values);
-  const Measurement& cite = Cited(group, measured);
+  const auto [measured, cited] = MedianOf(group);
+  const Measurement& cite = *cited;
   const nlohmann::json ctx = Context(cite);
   auto hw = ResolveHardware(e.job, e.catalog, e.base);
   if (!hw.ok()) return e.out.skipped.push_back("ledger row " + std::to_string(cite.id) + ": " + hw.status().reason());
@@ -204,20 +210,16 @@ void Gemm(const Env& e, const std::vector<const Measurement*>& group) {
 }
 
 void LocalDisk(const Env& e, const std::vector<const Measurement*>& group) {
-  std::vector<double> values;
-  for (const auto* m : group) values.push_back(m->value);
-  const double measured = Median(values);
-  const Measurement& cite = Cited(group, measured);
+  const auto [measured, cited] = MedianOf(group);
+  const Measurement& cite = *cited;
   const std::string key = "local_nvme_write_bytes_per_s_per_node";
   const double before = e.base.Get(key);
   Push(e, key, before, measured * 1e6, false, "bytes/s", cite, before / 1e6);
 }
 
 void Step(const Env& e, const std::vector<const Measurement*>& group, bool tokens) {
-  std::vector<double> values;
-  for (const auto* m : group) values.push_back(m->value);
-  const double measured = Median(values);
-  const Measurement& cite = Cited(group, measured);
+  const auto [measured, cited] = MedianOf(group);
+  const Measurement& cite = *cited;
   Job job = e.job;
   const nlohmann::json ctx = Context(cite);
   if (ctx.contains("job") && ctx["job"].is_object()) {  // the run's own job, as plan rows carry it
@@ -244,10 +246,8 @@ void Step(const Env& e, const std::vector<const Measurement*>& group, bool token
 // GPU forward time of one layer of the calibrate job on this card, at the context's tp and micro_batch (default: the
 // job's). Closed form: the scale multiplies the layer's GPU time and nothing else.
 void LayerForward(const Env& e, const std::vector<const Measurement*>& group) {
-  std::vector<double> values;
-  for (const auto* m : group) values.push_back(m->value);
-  const double measured = Median(values);
-  const Measurement& cite = Cited(group, measured);
+  const auto [measured, cited] = MedianOf(group);
+  const Measurement& cite = *cited;
   const nlohmann::json ctx = Context(cite);
   Job job = e.job;
   const double tp = Num(ctx, {"tp"}, static_cast<double>(job.parallel.tp));

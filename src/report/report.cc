@@ -204,7 +204,8 @@ nlohmann::json ExpectedErrorToJson(const ExpectedError& e) {
 }
 
 MemoryReport BuildMemoryReport(const Job& job, const GpuSpec& gpu, const Calibration& cal) {
-  MemoryReport r{job, gpu, EstimateMemory(job, cal), {}, false};
+  MemoryReport r;
+  r.job = job, r.gpu = gpu, r.memory = EstimateMemory(job, cal);
   r.fits = r.memory.total_bytes <= gpu.memory_bytes;
   r.headroom = MemoryHeadroomFor(job, gpu.family, cal);
   const double usable_bytes = gpu.memory_bytes * (1 - r.headroom.fraction);

@@ -151,8 +151,9 @@ void Relax(const Job& job, const Catalog& catalog, const Calibration& cal, const
   open.constraints.deadline_hours = 0;
   open.constraints.budget_usd = 0;
   open.constraints.objective = Objective::kTime;
-  PlanOptions again{options.threads, nullptr, nullptr};
-  again.cancel = options.cancel;
+  // The same options (threads, cancel, the price date) without the progress counters of the first search.
+  PlanOptions again = options;
+  again.progress = nullptr, again.progress_total = nullptr;
   auto unconstrained = PlanJob(open, catalog, cal, again);
   if (unconstrained.ok() && unconstrained->plans.empty()) {
     out.relax = unconstrained->relax;
@@ -197,7 +198,7 @@ Result<PlanResult> PlanJob(const Job& job_in, const Catalog& catalog, const Cali
   // other; a copy that holds the same values (the CLI loads one even without --calibration) is the
   // built-in one, so the search's millions of memory estimates skip the per-call lookups.
   const Calibration& search_cal = cal.values() == Calibration::Builtin().values() ? Calibration::Builtin() : cal;
-  Context ctx{job, catalog, search_cal};
+  Context ctx{job, catalog, search_cal, 0, 0, ""};
   PlanResult out;
   // §3 headroom: the memory model's own error margin unless the user set one (docs/model/memory.md
   // "The margin"; the same figure `memory` and `estimate` hold a layout to).

@@ -2,8 +2,10 @@
 // job files and CLI flags; every field is validated with the location it came from.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -180,6 +182,38 @@ struct Constraints {
                                                 // spot_interruptions_per_node_hour.<provider>.<family>.
 };
 
+// Where each key a user set came from (dotted key -> file:line). Shared between copies until one of them changes it:
+// planners copy a job per candidate layout (millions in a pool or fleet search) and never touch these.
+class KeyLocations {
+ public:
+  using Map = std::map<std::string, Location>;
+  using const_iterator = Map::const_iterator;
+  const_iterator begin() const { return map().begin(); }
+  const_iterator end() const { return map().end(); }
+  const_iterator find(const std::string& key) const { return map().find(key); }
+  size_t count(const std::string& key) const { return map().count(key); }
+  size_t size() const { return map().size(); }
+  bool empty() const { return map().empty(); }
+  const Location& at(const std::string& key) const { return map().at(key); }
+  Location& operator[](const std::string& key) { return Own()[key]; }
+  size_t erase(const std::string& key) { return count(key) ? Own().erase(key) : 0; }
+  void erase(const_iterator it) { erase(std::string(it->first)); }  // by key: the iterator may be a shared map's
+  void clear() { map_.reset(); }
+
+ private:
+  const Map& map() const {
+    static const Map kEmpty;
+    return map_ ? *map_ : kEmpty;
+  }
+  Map& Own() {
+    if (!map_) map_ = std::make_shared<Map>();
+    else if (map_.use_count() > 1) map_ = std::make_shared<Map>(*map_);
+    else std::atomic_thread_fence(std::memory_order_acquire);  // after the last other owner's release
+    return *map_;
+  }
+  std::shared_ptr<Map> map_;
+};
+
 struct Job {
   std::string source;     // file the job came from ("" = command line)
   Arch arch;
@@ -189,7 +223,7 @@ struct Job {
   Constraints constraints;
   ServingSpec serving;  // used by `gpuplan serving`
   // Which keys the user set explicitly (dotted), so planners know what is pinned.
-  std::map<std::string, Location> set_keys;
+  KeyLocations set_keys;
   bool IsSet(const std::string& key) const { return set_keys.count(key) > 0; }
 };
 

@@ -728,7 +728,10 @@ Result<PoolPlanResult> PlanOnPool(const Job& job, const Pool& pool, const Catalo
   if (job.IsSet("parallel.dp") && job.training.global_batch % job.parallel.dp != 0)
     return Status::BadInput(Where(job, "parallel.dp"), "dp " + Str(job.parallel.dp) + " does not divide the global batch " +
                                                            Str(job.training.global_batch));
-  Search search(base, pool, catalog, cal, options);
+  // As PlanJob: a calibration that holds the built-in values is the built-in one, whose constants the memory model
+  // resolves once (the fleet and the CLI pass a loaded copy even without --calibration).
+  const Calibration& search_cal = cal.values() == Calibration::Builtin().values() ? Calibration::Builtin() : cal;
+  Search search(base, pool, catalog, search_cal, options);
   if (Status st = search.Prepare(); !st.ok()) return st;
   search.Run();
   const double search_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

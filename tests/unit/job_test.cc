@@ -559,3 +559,32 @@ TEST(ServingKeys, ToStringNamesEveryValue) {
 
 }  // namespace
 }  // namespace gpuplan
+
+namespace gpuplan {
+namespace {
+
+// KeyLocations is shared between copies of a job until one of them changes it: a change never shows in the other copy.
+TEST(Job, KeyLocationsOfACopyAreItsOwnOnceChanged) {
+  Job a;
+  a.set_keys["parallel.tp"] = Location{"a.yaml", 3, "parallel.tp"};
+  a.set_keys["parallel.dp"] = Location{"a.yaml", 4, "parallel.dp"};
+  Job b = a;
+  b.set_keys.erase("parallel.tp");
+  b.set_keys["cluster.gpu"] = Location{"b.yaml", 1, "cluster.gpu"};
+  EXPECT_TRUE(a.IsSet("parallel.tp"));
+  EXPECT_FALSE(a.IsSet("cluster.gpu"));
+  EXPECT_FALSE(b.IsSet("parallel.tp"));
+  EXPECT_EQ(b.set_keys.at("parallel.dp").line, 4);
+  Job c = a;
+  c.set_keys.erase(c.set_keys.find("parallel.dp"));  // an iterator into the map c still shares with a
+  EXPECT_FALSE(c.IsSet("parallel.dp"));
+  EXPECT_TRUE(a.IsSet("parallel.dp"));
+  EXPECT_EQ(a.set_keys.size(), 2u);
+  EXPECT_EQ(c.set_keys.erase("absent"), 0u);
+  const Job empty;
+  EXPECT_EQ(empty.set_keys.find("x"), empty.set_keys.end());
+  EXPECT_TRUE(empty.set_keys.empty());
+}
+
+}  // namespace
+}  // namespace gpuplan

@@ -72,5 +72,8 @@ struct LayerPasses {
 double OpForwardSeconds(const Op& op, const EfficiencyConstants& k);   // fwd_s + its kernel gaps
 double OpBackwardSeconds(const Op& op, const EfficiencyConstants& k);  // bwd_s + its kernel gaps
 LayerPasses FoldLayer(const std::vector<Op>& ops, const Job& job, const EfficiencyConstants& k);
+// MX§7 the model's GPU forward time of one layer of the job (one micro-batch at its seq_len), before
+// layer_time_scale: what a profiler's per-layer forward time is compared with.
+double UnscaledLayerForwardSeconds(const Job& job, const HardwareContext& hw);
 
 }  // namespace gpuplan

@@ -257,16 +257,14 @@ void LayerForward(const Env& e, const std::vector<const Measurement*>& group) {
   job.parallel.tp = static_cast<int64_t>(tp), job.training.micro_batch = static_cast<int64_t>(mbs);
   auto hw = ResolveHardware(job, e.catalog, e.base);
   if (!hw.ok()) return e.out.skipped.push_back("ledger row " + std::to_string(cite.id) + ": " + hw.status().reason());
-  const double seq = static_cast<double>(job.training.seq_len);
-  const LayerPasses p = FoldLayer(LayerOps(job, *hw, MicroBatchTokens(job), seq), job, hw->k);
-  const double unscaled = p.gpu_fwd_s / hw->k.layer_time_scale;
+  const double unscaled = UnscaledLayerForwardSeconds(job, *hw);
   const double raw = measured / unscaled;
   if (!std::isfinite(raw) || !(raw > 0))
     return e.out.skipped.push_back("ledger row " + std::to_string(cite.id) + ": the model gives no layer time to scale");
   const std::string key = "layer_time_scale." + hw->gpu.id;
   const NumberRange r = *CalibrationKeyRange(key);
   const double v = std::clamp(raw, r.min, r.max);
-  Push(e, key, hw->k.layer_time_scale, v, v != raw, "factor", cite, p.gpu_fwd_s);
+  Push(e, key, hw->k.layer_time_scale, v, v != raw, "factor", cite, unscaled * hw->k.layer_time_scale);
 }
 
 }  // namespace

@@ -284,4 +284,9 @@ LayerPasses FoldLayer(const std::vector<Op>& ops, const Job& job, const Efficien
   return p;
 }
 
+double UnscaledLayerForwardSeconds(const Job& job, const HardwareContext& hw) {
+  const double seq = static_cast<double>(job.training.seq_len);
+  return FoldLayer(LayerOps(job, hw, MicroBatchTokens(job), seq), job, hw.k).gpu_fwd_s / hw.k.layer_time_scale;
+}
+
 }  // namespace gpuplan

@@ -209,10 +209,9 @@ Result<double> LayerTimeScale(const std::string& model_and_training, const Hardw
   if (Status st = FinalizeJob(j); !st.ok()) return st;
   auto hw = ResolveHardware(j, catalog, cal);
   if (!hw.ok()) return hw.status();
-  const double seq = static_cast<double>(j.training.seq_len);
-  const LayerPasses p = FoldLayer(LayerOps(j, *hw, seq, seq), j, hw->k);
-  if (!(p.gpu_fwd_s > 0)) return Status::BadInput({where, 0, "layer_forward_ms"}, "the model gives no layer time for " + g.gpu);
-  return g.layer_forward_s / p.gpu_fwd_s;
+  const double unscaled = UnscaledLayerForwardSeconds(j, *hw);
+  if (!(unscaled > 0)) return Status::BadInput({where, 0, "layer_forward_ms"}, "the model gives no layer time for " + g.gpu);
+  return g.layer_forward_s / unscaled;
 }
 
 bool IsPoolRunsFile(const CsvTable& t) { return t.Column("gpu_mix") >= 0 && t.Column("layout") >= 0 && t.Column("is_hetero") >= 0; }
@@ -308,11 +307,11 @@ Result<PoolValidationReport> ValidatePoolRuns(const std::vector<std::string>& fi
       bool profiled = true;
       for (const HardwareRow* g : hws) {
         if (!(g->layer_forward_s > 0)) { profiled = false; break; }
+        if (measured_cal.Has("layer_time_scale." + g->gpu)) continue;  // already scaled: a card type listed twice, or a --calibration row
         const std::string profile_text = model_text + "training: {seq_len: " + rec.Str("seq_len") +
                                          ", micro_batch: 1, global_batch: 1" + engine_text;
         auto scale = LayerTimeScale(profile_text, *g, catalog, cal, path + ":" + Str(r.line));
         if (!scale.ok()) return scale.status();
-        if (measured_cal.Has("layer_time_scale." + g->gpu)) continue;
         measured_cal.Set("layer_time_scale." + g->gpu, *scale);
         char b[64];
         std::snprintf(b, sizeof b, "%s x%.2f", g->gpu.c_str(), *scale);
